@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { PIPELINES } from './limits';
+import { audioOperationSchema } from './pipelines/audio';
+import { imageOperationSchema } from './pipelines/image';
+import { textOperationSchema } from './pipelines/text';
+
+/**
+ * Message bodies on NATS. Every receiver validates with these schemas; trace context travels in
+ * NATS headers, not in bodies.
+ */
+
+const jobInput = z.discriminatedUnion('kind', [
+  /** A client upload, consumed by key. */
+  z.object({
+    kind: z.literal('upload'),
+    uploadId: z.string(),
+    key: z.string(),
+    size: z.number().int().nonnegative(),
+    contentType: z.string(),
+    filename: z.string(),
+  }),
+  /** Inline text too large for the fast path, stored by the job service. */
+  z.object({
+    kind: z.literal('stored-text'),
+    key: z.string(),
+    size: z.number().int().nonnegative(),
+  }),
+  /** Inline text small enough to travel in the message itself. */
+  z.object({ kind: z.literal('text'), text: z.string() }),
+]);
+export type JobInput = z.infer<typeof jobInput>;
+
+const jobCommon = {
+  jobId: z.string(),
+  accountId: z.string(),
+  createdAt: z.iso.datetime(),
+  input: jobInput,
+};
+
+/** Work published on `jobs.<pipeline>` (queued) or sent to `work.<pipeline>.inline`. */
+export const jobWorkMessage = z.discriminatedUnion('pipeline', [
+  z.object({
+    ...jobCommon,
+    pipeline: z.literal('audio'),
+    operations: z.array(audioOperationSchema),
+  }),
+  z.object({
+    ...jobCommon,
+    pipeline: z.literal('image'),
+    operations: z.array(imageOperationSchema),
+  }),
+  z.object({ ...jobCommon, pipeline: z.literal('text'), operations: z.array(textOperationSchema) }),
+]);
+export type JobWorkMessage = z.infer<typeof jobWorkMessage>;
+
+export const jobMetrics = z
+  .object({
+    inputSize: z.number(),
+    outputSize: z.number(),
+    compressionRatio: z.number(),
+    operationsApplied: z.array(z.string()),
+    processingMs: z.number(),
+  })
+  .catchall(z.unknown());
+export type JobMetrics = z.infer<typeof jobMetrics>;
+
+/** What billing counts for usage; only the pipeline's own dimension is set. */
+export const usageDimensions = z.object({
+  inputBytes: z.number().nonnegative(),
+  audioSeconds: z.number().nonnegative().optional(),
+  megapixels: z.number().nonnegative().optional(),
+  characters: z.number().int().nonnegative().optional(),
+});
+export type UsageDimensions = z.infer<typeof usageDimensions>;
+
+/** Published on `events.job.completed` / `events.job.failed` with dedup id `<jobId>:<event>`. */
+export const jobEvent = z.object({
+  event: z.enum(['job.completed', 'job.failed']),
+  jobId: z.string(),
+  accountId: z.string(),
+  pipeline: z.enum(PIPELINES),
+  status: z.enum(['completed', 'failed']),
+  inline: z.boolean(),
+  webhookUrl: z.string().nullable(),
+  result: z.object({ outputKey: z.string().nullable(), metrics: jobMetrics }).nullable(),
+  error: z.string().nullable(),
+  usage: usageDimensions.nullable(),
+  createdAt: z.iso.datetime(),
+  completedAt: z.iso.datetime(),
+});
+export type JobEvent = z.infer<typeof jobEvent>;
+
+/** Body of `notify.job.<id>`: just enough for a long-poll to re-read the job. */
+export const jobNotification = z.object({ jobId: z.string(), status: z.string() });
+export type JobNotification = z.infer<typeof jobNotification>;

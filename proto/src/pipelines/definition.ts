@@ -1,0 +1,151 @@
+import { z } from 'zod';
+import type { Pipeline } from '../limits';
+import { LIMITS } from '../limits';
+
+/**
+ * A pipeline is defined once here: its operations (zod schemas whose ranges and defaults are the
+ * spec's tables) and its presets. Request validation, the `/operations` and `/presets`
+ * endpoints, the OpenAPI document and the workers all derive from these definitions.
+ */
+export interface OperationDefinition<Type extends string, Params extends z.ZodType> {
+  type: Type;
+  description: string;
+  params: Params;
+}
+
+export interface PresetDefinition<Name extends string> {
+  name: Name;
+  description: string;
+  /** Operations as the spec lists them; unspecified params take the operation defaults. */
+  operations: ReadonlyArray<{ type: string; params?: Record<string, unknown> }>;
+  /** True when the preset can never take the inline path (e.g. AVIF output). */
+  alwaysQueued: boolean;
+}
+
+export function defineOperation<Type extends string, Params extends z.ZodType>(
+  definition: OperationDefinition<Type, Params>,
+): OperationDefinition<Type, Params> {
+  return definition;
+}
+
+/** `{ type, params? }` where omitted params take their defaults. */
+export function operationSchema<Type extends string, Params extends z.ZodType>(
+  definition: OperationDefinition<Type, Params>,
+) {
+  return z.strictObject({
+    type: z.literal(definition.type),
+    // prefault parses the empty object, so per-field defaults apply when params is omitted.
+    params: definition.params.prefault({} as z.input<Params>),
+  });
+}
+
+export function operationListSchema<Operation extends z.ZodType>(operation: Operation) {
+  return z.array(operation).min(LIMITS.operationsPerJob.min).max(LIMITS.operationsPerJob.max);
+}
+
+/**
+ * The spec's encode rule for audio and image: one encode always runs last; when the chain has
+ * none the defaults are appended, when it has several the last one wins.
+ */
+export function placeEncodeLast<Operation extends { type: string }>(
+  operations: readonly Operation[],
+  defaultEncode: Operation,
+): Operation[] {
+  const processing = operations.filter((operation) => operation.type !== 'encode');
+  const encode = operations.findLast((operation) => operation.type === 'encode') ?? defaultEncode;
+  return [...processing, encode];
+}
+
+export interface ParameterDescription {
+  type: string;
+  description?: string;
+  min?: number;
+  max?: number;
+  default?: unknown;
+  enum?: readonly unknown[];
+}
+
+interface JsonSchemaProperty {
+  type?: string;
+  description?: string;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  enum?: unknown[];
+}
+
+/** The `/operations` shape of DECISIONS.md, read off the zod schema so it cannot drift. */
+export function describeOperation(definition: OperationDefinition<string, z.ZodType>): {
+  type: string;
+  description: string;
+  params: Record<string, ParameterDescription>;
+} {
+  const schema = z.toJSONSchema(definition.params, { io: 'input', unrepresentable: 'any' }) as {
+    properties?: Record<string, JsonSchemaProperty>;
+  };
+  const params: Record<string, ParameterDescription> = {};
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    params[name] = {
+      type: property.type ?? 'string',
+      ...(property.description !== undefined && { description: property.description }),
+      ...(property.minimum !== undefined && { min: property.minimum }),
+      ...(property.maximum !== undefined && { max: property.maximum }),
+      ...(property.default !== undefined && { default: property.default }),
+      ...(property.enum !== undefined && { enum: property.enum }),
+    };
+  }
+  return { type: definition.type, description: definition.description, params };
+}
+
+export interface PipelineDefinition<
+  Operation extends { type: string; params: unknown },
+  PresetName extends string,
+> {
+  pipeline: Pipeline;
+  operations: ReadonlyArray<OperationDefinition<string, z.ZodType>>;
+  /** Validates one `{ type, params? }` and fills defaults. */
+  operationSchema: z.ZodType<Operation, unknown>;
+  presets: ReadonlyArray<PresetDefinition<PresetName>>;
+  presetNames: readonly [PresetName, ...PresetName[]];
+  /** Applies the pipeline's chain rules (e.g. encode last) to validated operations. */
+  finalizeChain(operations: readonly Operation[]): Operation[];
+  /** Output description of a resolved chain, for `/presets` and for result naming. */
+  describeOutput(chain: readonly Operation[]): Record<string, unknown>;
+}
+
+/** Expands a preset into its validated, finalized chain. */
+export function expandPreset<Operation extends { type: string; params: unknown }>(
+  definition: PipelineDefinition<Operation, string>,
+  presetName: string,
+): Operation[] {
+  const preset = definition.presets.find((candidate) => candidate.name === presetName);
+  if (preset === undefined) throw new Error(`unknown ${definition.pipeline} preset ${presetName}`);
+  const operations = preset.operations.map((operation) =>
+    definition.operationSchema.parse(operation),
+  );
+  return definition.finalizeChain(operations);
+}
+
+/** The `/presets` shape of DECISIONS.md. */
+export function describePresets<Operation extends { type: string; params: unknown }>(
+  definition: PipelineDefinition<Operation, string>,
+) {
+  return {
+    presets: definition.presets.map((preset) => {
+      const chain = expandPreset(definition, preset.name);
+      return {
+        name: preset.name,
+        description: preset.description,
+        operations: chain,
+        output: definition.describeOutput(chain),
+        queued: preset.alwaysQueued,
+      };
+    }),
+  };
+}
+
+export function describeOperations(
+  definition: PipelineDefinition<{ type: string; params: unknown }, string>,
+) {
+  return { operations: definition.operations.map(describeOperation) };
+}

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import {
+  defineOperation,
+  operationSchema,
+  type PipelineDefinition,
+  type PresetDefinition,
+  placeEncodeLast,
+} from './definition';
+
+const dimension = z.number().int().min(16).max(8192);
+
+export const imageResize = defineOperation({
+  type: 'resize',
+  description:
+    'Fits the image within width and height (inside, never enlarges), or gives exactly that box by cropping (cover) or letterboxing (contain). A missing dimension follows the aspect ratio.',
+  params: z
+    .strictObject({
+      width: dimension.optional().describe('Target width in pixels'),
+      height: dimension.optional().describe('Target height in pixels'),
+      fit: z
+        .enum(['inside', 'cover', 'contain'])
+        .default('inside')
+        .describe('How the image fits the box'),
+      position: z
+        .enum(['centre', 'attention', 'entropy'])
+        .default('centre')
+        .describe('Where cover crops: the centre, the most interesting region, or the busiest one'),
+    })
+    .refine((params) => params.width !== undefined || params.height !== undefined, {
+      message: 'resize needs at least one of width and height',
+    }),
+});
+
+export const IMAGE_FORMATS = ['webp', 'avif', 'jpeg', 'png'] as const;
+export type ImageFormat = (typeof IMAGE_FORMATS)[number];
+export const IMAGE_EXTENSIONS: Record<ImageFormat, string> = {
+  webp: 'webp',
+  avif: 'avif',
+  jpeg: 'jpg',
+  png: 'png',
+};
+
+export const imageEncode = defineOperation({
+  type: 'encode',
+  description: 'Encodes the output; always runs last. Default WebP, quality 80.',
+  params: z.strictObject({
+    format: z.enum(IMAGE_FORMATS).default('webp').describe('Output format'),
+    quality: z.number().int().min(1).max(100).default(80).describe('Visual quality, 1 to 100'),
+    effort: z
+      .number()
+      .int()
+      .min(0)
+      .max(9)
+      .default(4)
+      .describe('CPU effort, 0 (fast) to 9 (smallest)'),
+  }),
+});
+
+export const imageOperationSchema = z.discriminatedUnion('type', [
+  operationSchema(imageResize),
+  operationSchema(imageEncode),
+]);
+export type ImageOperation = z.output<typeof imageOperationSchema>;
+export type ImageResizeOperation = Extract<ImageOperation, { type: 'resize' }>;
+export type ImageEncodeOperation = Extract<ImageOperation, { type: 'encode' }>;
+
+export const IMAGE_PRESET_NAMES = ['chill', 'medium', 'aggressive', 'thumbnail'] as const;
+export type ImagePresetName = (typeof IMAGE_PRESET_NAMES)[number];
+
+const imagePresets: PresetDefinition<ImagePresetName>[] = [
+  {
+    name: 'chill',
+    description: 'WebP at quality 85, original dimensions',
+    operations: [{ type: 'encode', params: { quality: 85 } }],
+    alwaysQueued: false,
+  },
+  {
+    name: 'medium',
+    description: 'Fit inside 2560 px, WebP at quality 80',
+    operations: [
+      { type: 'resize', params: { width: 2560, height: 2560, fit: 'inside' } },
+      { type: 'encode', params: { quality: 80 } },
+    ],
+    alwaysQueued: false,
+  },
+  {
+    name: 'aggressive',
+    description: 'Fit inside 2048 px, AVIF at quality 50, effort 2; always queued',
+    operations: [
+      { type: 'resize', params: { width: 2048, height: 2048, fit: 'inside' } },
+      { type: 'encode', params: { format: 'avif', quality: 50, effort: 2 } },
+    ],
+    alwaysQueued: true,
+  },
+  {
+    name: 'thumbnail',
+    description: '512×512 cover crop towards the most interesting region, WebP at quality 75',
+    operations: [
+      { type: 'resize', params: { width: 512, height: 512, fit: 'cover', position: 'attention' } },
+      { type: 'encode', params: { quality: 75 } },
+    ],
+    alwaysQueued: false,
+  },
+];
+
+export const DEFAULT_IMAGE_ENCODE: ImageEncodeOperation = imageOperationSchema.parse({
+  type: 'encode',
+}) as ImageEncodeOperation;
+
+export function imageEncodeOf(chain: readonly ImageOperation[]): ImageEncodeOperation {
+  const encode = chain.at(-1);
+  if (encode?.type !== 'encode') throw new Error('an image chain always ends with encode');
+  return encode;
+}
+
+export const imagePipeline: PipelineDefinition<ImageOperation, ImagePresetName> = {
+  pipeline: 'image',
+  operations: [imageResize, imageEncode],
+  operationSchema: imageOperationSchema,
+  presets: imagePresets,
+  presetNames: IMAGE_PRESET_NAMES,
+  finalizeChain: (operations) => placeEncodeLast(operations, DEFAULT_IMAGE_ENCODE),
+  describeOutput: (chain) => {
+    const { format, quality, effort } = imageEncodeOf(chain).params;
+    return { format, quality, effort, extension: IMAGE_EXTENSIONS[format] };
+  },
+};

@@ -1,0 +1,17 @@
+/**
+ * Object keys in the one bucket. Filenames never go into keys: they are user input and would
+ * make keys guessable and unsafe.
+ */
+export const storageKeys = {
+  upload: (accountId: string, uploadId: string) => `uploads/${accountId}/${uploadId}`,
+  input: (accountId: string, jobId: string) => `inputs/${accountId}/${jobId}`,
+  result: (accountId: string, jobId: string, extension: string) =>
+    `results/${accountId}/${jobId}/result.${extension}`,
+} as const;
+
+/** Backstop expiry per key prefix; sweepers keep MongoDB in step before these fire. */
+export const STORAGE_LIFECYCLE_RULES = [
+  { id: 'expire-uploads', prefix: 'uploads/', days: 2 },
+  { id: 'expire-inputs', prefix: 'inputs/', days: 2 },
+  { id: 'expire-results', prefix: 'results/', days: 8 },
+] as const;

@@ -1,0 +1,171 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  freePort,
+  httpOk,
+  type InfrastructureEndpoints,
+  killOnExit,
+  stopProcess,
+} from '../infra/launcher';
+import { PROJECT_ROOT } from '../infra/provision';
+
+/** Every Tamp service, in start order: dependencies of the gateway first. */
+export const SERVICE_NAMES = [
+  'billing',
+  'upload',
+  'job',
+  'worker-image',
+  'worker-text',
+  'worker-audio',
+  'webhook',
+  'operator',
+  'gateway',
+] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export interface RunningService {
+  name: ServiceName;
+  opsPort: number;
+  pid(): number | undefined;
+  restarts: number;
+}
+
+export interface RunningServices {
+  services: RunningService[];
+  publicUrl: string;
+  adminUrl: string;
+  waitUntilReady(timeoutMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ServicesOptions {
+  infrastructure: InfrastructureEndpoints;
+  publicPort: number;
+  adminPort: number;
+  /** Extra variables for every service (overrides the composed ones). */
+  env?: Record<string, string | undefined>;
+  /** One call per output line of any service. */
+  onLine?: (service: ServiceName, line: string) => void;
+}
+
+/**
+ * Runs each service as its own Node process, restarting one that dies (as Kubernetes would)
+ * with a growing delay, until `stop()`.
+ */
+export async function startServices(options: ServicesOptions): Promise<RunningServices> {
+  const { infrastructure } = options;
+  const shared: Record<string, string | undefined> = {
+    ...process.env,
+    NATS_URL: infrastructure.natsUrl,
+    MONGO_URL: infrastructure.mongoUrl,
+    S3_ENDPOINT: infrastructure.s3.endpoint,
+    S3_ACCESS_KEY: infrastructure.s3.accessKey,
+    S3_SECRET_KEY: infrastructure.s3.secretKey,
+    S3_REGION: infrastructure.s3.region,
+    OPS_HOST: '127.0.0.1',
+    HOST: '127.0.0.1',
+    PORT: String(options.publicPort),
+    ADMIN_PORT: String(options.adminPort),
+    // The local stack lets a developer receive webhooks on their own machine.
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
+    ...options.env,
+  };
+  let stopping = false;
+  const supervised = await Promise.all(
+    SERVICE_NAMES.map(async (name) => {
+      const opsPort = await freePort();
+      return new SupervisedService(
+        name,
+        opsPort,
+        { ...shared, OPS_PORT: String(opsPort) },
+        options.onLine,
+        () => stopping,
+      );
+    }),
+  );
+  for (const service of supervised) service.start();
+
+  return {
+    services: supervised,
+    publicUrl: `http://127.0.0.1:${options.publicPort}`,
+    adminUrl: `http://127.0.0.1:${options.adminPort}`,
+    async waitUntilReady(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      const pending = new Set(supervised);
+      while (pending.size > 0) {
+        for (const service of [...pending]) {
+          if (await httpOk(`http://127.0.0.1:${service.opsPort}/readyz`)) pending.delete(service);
+        }
+        if (pending.size === 0) return;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `not ready after ${timeoutMs} ms: ${[...pending].map((s) => s.name).join(', ')}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    },
+    async stop() {
+      stopping = true;
+      // The gateway first so no new work arrives, then everything else together.
+      const gateway = supervised.filter((service) => service.name === 'gateway');
+      await Promise.all(gateway.map((service) => service.stop()));
+      await Promise.all(supervised.map((service) => service.stop()));
+    },
+  };
+}
+
+class SupervisedService implements RunningService {
+  restarts = 0;
+  private child: ChildProcess | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly name: ServiceName,
+    readonly opsPort: number,
+    private readonly env: Record<string, string | undefined>,
+    private readonly onLine: ServicesOptions['onLine'],
+    private readonly stopping: () => boolean,
+  ) {}
+
+  pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): void {
+    const startedAt = Date.now();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join('services', this.name, 'src/main.ts')],
+      {
+        cwd: PROJECT_ROOT,
+        env: this.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // Own process group, like the servers: the launcher alone decides the stop order.
+        detached: true,
+      },
+    );
+    killOnExit(child);
+    this.child = child;
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null) continue;
+      createInterface({ input: stream }).on('line', (line) => this.onLine?.(this.name, line));
+    }
+    child.on('exit', (code, signal) => {
+      if (this.stopping()) return;
+      // A service that ran for a minute is healthy again: start counting from zero.
+      if (Date.now() - startedAt > 60_000) this.restarts = 0;
+      const delay = Math.min(1_000 * 2 ** this.restarts, 15_000);
+      this.restarts += 1;
+      this.onLine?.(this.name, `exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+      this.restartTimer = setTimeout(() => this.start(), delay);
+    });
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.restartTimer);
+    if (this.child !== undefined) await stopProcess(this.child, 20_000);
+  }
+}

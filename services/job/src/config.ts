@@ -1,0 +1,5 @@
+import { mongoEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { z } from 'zod';
+
+export const configSchema = z.object({ ...serviceEnv, ...natsEnv, ...mongoEnv, ...s3Env });
+export type Config = z.output<typeof configSchema>;

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/** Raised when the environment does not satisfy a service's schema; lists every problem. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(service: string, problems: string[]) {
+    super(
+      `${service}: invalid configuration\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment with one zod schema; a bad or missing variable is named, never guessed. */
+export function loadConfig<Schema extends z.ZodType>(
+  service: string,
+  schema: Schema,
+  env: NodeJS.ProcessEnv = process.env,
+): z.output<Schema> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const variable = issue.path.join('.') || '(environment)';
+    const received =
+      issue.code === 'invalid_type' && env[variable] === undefined ? 'missing' : issue.message;
+    return `${variable}: ${received === 'missing' ? 'is required but not set' : received}`;
+  });
+  throw new ConfigError(service, problems);
+}
+
+const port = z.coerce.number().int().min(0).max(65_535);
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((value) => value === 'true' || value === '1');
+
+/** Variables every service reads. */
+export const serviceEnv = {
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Port of the /healthz, /readyz and /metrics server. */
+  OPS_PORT: port.default(9090),
+  OPS_HOST: z.string().default('0.0.0.0'),
+  /** OpenTelemetry stays off unless an OTLP endpoint is configured. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),
+};
+
+export const natsEnv = {
+  NATS_URL: z.string().min(1),
+  /** Prefix for every subject and stream, so installations can share a NATS server. */
+  NATS_NAMESPACE: z.string().default(''),
+};
+
+export const mongoEnv = {
+  MONGO_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+  MONGO_DATABASE: z.string().min(1).default('tamp'),
+};
+
+export const s3Env = {
+  S3_ENDPOINT: z.url(),
+  /** The endpoint clients reach; presigned URLs are signed for it. Defaults to S3_ENDPOINT. */
+  S3_PUBLIC_ENDPOINT: z.url().optional(),
+  S3_ACCESS_KEY: z.string().min(1),
+  S3_SECRET_KEY: z.string().min(1),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_BUCKET: z.string().min(3).default('tamp'),
+};
+
+export type ServiceEnv = z.output<z.ZodObject<typeof serviceEnv>>;
+
+export const envFlag = booleanFlag;
+export const envPort = port;
+
+export type S3Env = z.output<z.ZodObject<typeof s3Env>>;
+
+/** The object-store settings of a service whose schema includes `s3Env`. */
+export function objectStoreConfigFrom(config: S3Env) {
+  return {
+    endpoint: config.S3_ENDPOINT,
+    publicEndpoint: config.S3_PUBLIC_ENDPOINT,
+    accessKey: config.S3_ACCESS_KEY,
+    secretKey: config.S3_SECRET_KEY,
+    region: config.S3_REGION,
+    bucket: config.S3_BUCKET,
+  };
+}

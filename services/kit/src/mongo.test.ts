@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import {
+  connectMongo,
+  type Db,
+  type IndexSpecification,
+  type MongoClient,
+  provisionIndexes,
+} from './mongo';
+
+const infrastructure = isolatedInfrastructure();
+let client: MongoClient;
+let db: Db;
+
+beforeAll(async () => {
+  ({ client, db } = await connectMongo({
+    url: infrastructure.mongoUrl,
+    database: infrastructure.database,
+    appName: 'kit-test',
+  }));
+});
+afterAll(async () => {
+  await db.dropDatabase();
+  await client.close();
+});
+
+describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
+  const indexes: IndexSpecification[] = [
+    { collection: 'jobs', name: 'account_created', keys: { accountId: 1, createdAt: -1 } },
+    { collection: 'api_keys', name: 'hash_unique', keys: { hash: 1 }, unique: true },
+  ];
+
+  it('creates the indexes, and running again is harmless', async () => {
+    await provisionIndexes(db, indexes);
+    await provisionIndexes(db, indexes);
+    const jobIndexes = await db.collection('jobs').indexes();
+    expect(jobIndexes.map((index) => index.name)).toContain('account_created');
+    const keyIndexes = await db.collection('api_keys').indexes();
+    const unique = keyIndexes.find((index) => index.name === 'hash_unique');
+    expect(unique?.unique).toBe(true);
+  });
+
+  it('enforces a unique index', async () => {
+    await provisionIndexes(db, indexes);
+    await db.collection('api_keys').insertOne({ hash: 'abc' });
+    await expect(db.collection('api_keys').insertOne({ hash: 'abc' })).rejects.toThrow(
+      /duplicate key/i,
+    );
+  });
+
+  it('makes guarded single-document updates atomic under concurrency (on FerretDB too)', async () => {
+    const accounts = db.collection<{ _id: string; credits: number }>('accounts');
+    await accounts.insertOne({ _id: 'acct_race', credits: 10 });
+    const attempts = await Promise.all(
+      Array.from({ length: 25 }, () =>
+        accounts.updateOne({ _id: 'acct_race', credits: { $gte: 1 } }, { $inc: { credits: -1 } }),
+      ),
+    );
+    expect(attempts.filter((result) => result.modifiedCount === 1)).toHaveLength(10);
+    expect((await accounts.findOne({ _id: 'acct_race' }))?.credits).toBe(0);
+  });
+
+  it('lets exactly one of many concurrent guarded state transitions win', async () => {
+    const jobs = db.collection<{ _id: string; status: string }>('jobs');
+    await jobs.insertOne({ _id: 'job_race', status: 'created' });
+    const attempts = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        jobs.updateOne({ _id: 'job_race', status: 'created' }, { $set: { status: 'pending' } }),
+      ),
+    );
+    expect(attempts.filter((result) => result.modifiedCount === 1)).toHaveLength(1);
+  });
+
+  it('accepts exactly one of many concurrent inserts with the same _id', async () => {
+    const keys = db.collection<{ _id: string }>('idempotency');
+    const attempts = await Promise.allSettled(
+      Array.from({ length: 20 }, () => keys.insertOne({ _id: 'acct_1:key' })),
+    );
+    expect(attempts.filter((attempt) => attempt.status === 'fulfilled')).toHaveLength(1);
+  });
+});

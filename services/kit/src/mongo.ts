@@ -1,0 +1,56 @@
+import { type Db, MongoClient } from 'mongodb';
+
+export type { Db, MongoClient };
+
+/**
+ * Connects to MongoDB, or to FerretDB with every operation of this process serialized on one
+ * connection. FerretDB 1.x (SQLite) does not apply an update atomically: it queries, then writes,
+ * outside one transaction (FerretDB#3040), so two concurrent guarded updates can both pass their
+ * guard. Measured here: 25 concurrent `{ credits: { $gte: 1 } }` decrements of a balance of 10
+ * reported 16 successes. Over a single connection FerretDB runs them one at a time, and because
+ * each collection has exactly one owning service, that makes every guarded update of the owner
+ * atomic again. Real MongoDB keeps its normal pool: its single-document updates are atomic.
+ */
+export async function connectMongo(options: {
+  url: string;
+  database: string;
+  appName: string;
+}): Promise<{ client: MongoClient; db: Db; serialized: boolean }> {
+  const clientOptions = { appName: options.appName, serverSelectionTimeoutMS: 10_000 };
+  let client = await new MongoClient(options.url, clientOptions).connect();
+  const serialized = await isFerretDb(client);
+  if (serialized) {
+    await client.close();
+    client = await new MongoClient(options.url, { ...clientOptions, maxPoolSize: 1 }).connect();
+  }
+  return { client, db: client.db(options.database), serialized };
+}
+
+async function isFerretDb(client: MongoClient): Promise<boolean> {
+  const buildInfo = await client.db('admin').command({ buildInfo: 1 });
+  return typeof buildInfo.ferretdbVersion === 'string';
+}
+
+/**
+ * An index a service needs. Deliberately narrow: FerretDB (the local MongoDB-wire server)
+ * rejects partial and TTL indexes and ignores sparse ones, so uniqueness comes only from `_id`
+ * or plain unique indexes, and expiry from sweepers.
+ */
+export interface IndexSpecification {
+  collection: string;
+  name: string;
+  keys: Record<string, 1 | -1>;
+  unique?: boolean;
+}
+
+/** Creates each index if missing; an identical existing index is left alone by the server. */
+export async function provisionIndexes(
+  db: Db,
+  indexes: readonly IndexSpecification[],
+): Promise<void> {
+  for (const index of indexes) {
+    await db
+      .collection(index.collection)
+      .createIndex(index.keys, { name: index.name, unique: index.unique ?? false });
+  }
+}

@@ -1,0 +1,108 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
+import { type NatsConnection, nanos } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import type { ConsumerDefinition, StreamDefinition, Topology } from '@tamp/proto';
+import type { Logger } from 'pino';
+
+export type { NatsConnection };
+
+export async function connectNats(options: {
+  url: string;
+  name: string;
+  logger: Logger;
+}): Promise<NatsConnection> {
+  const connection = await connect({
+    servers: options.url.split(','),
+    name: options.name,
+    // Keep trying through broker restarts; readiness reports the gap meanwhile.
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 1_000,
+  });
+  void (async () => {
+    for await (const status of connection.status()) {
+      if (status.type === 'disconnect' || status.type === 'error') {
+        options.logger.warn({ nats: status.type }, 'NATS connection problem');
+      } else if (status.type === 'reconnect') {
+        options.logger.info('NATS reconnected');
+      }
+    }
+  })();
+  return connection;
+}
+
+/** Creates or updates every stream and consumer of the topology; safe to run on every start. */
+export async function provisionTopology(
+  connection: NatsConnection,
+  topology: Topology,
+): Promise<void> {
+  const manager = await jetstreamManager(connection);
+  for (const stream of Object.values(topology.streams)) await ensureStream(manager, stream);
+  for (const consumer of Object.values(topology.consumers)) await ensureConsumer(manager, consumer);
+}
+
+async function ensureStream(manager: JetStreamManager, stream: StreamDefinition): Promise<void> {
+  const config = {
+    subjects: stream.subjects,
+    max_age: nanos(stream.maxAgeMs),
+    duplicate_window: nanos(stream.duplicateWindowMs),
+    discard: DiscardPolicy.Old,
+  };
+  if (await exists(() => manager.streams.info(stream.name), JetStreamApiCodes.StreamNotFound)) {
+    await manager.streams.update(stream.name, config);
+    return;
+  }
+  await manager.streams.add({
+    ...config,
+    name: stream.name,
+    retention:
+      stream.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+    storage: StorageType.File,
+    num_replicas: 1,
+  });
+}
+
+async function ensureConsumer(
+  manager: JetStreamManager,
+  consumer: ConsumerDefinition,
+): Promise<void> {
+  const mutable = {
+    ack_wait: nanos(consumer.ackWaitMs),
+    max_deliver: consumer.maxDeliver,
+    max_ack_pending: consumer.maxAckPending,
+  };
+  const found = await exists(
+    () => manager.consumers.info(consumer.stream, consumer.durableName),
+    JetStreamApiCodes.ConsumerNotFound,
+  );
+  if (found) {
+    await manager.consumers.update(consumer.stream, consumer.durableName, mutable);
+    return;
+  }
+  await manager.consumers.add(consumer.stream, {
+    ...mutable,
+    durable_name: consumer.durableName,
+    filter_subject: consumer.filterSubject,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+  });
+}
+
+async function exists(lookup: () => Promise<unknown>, notFoundCode: number): Promise<boolean> {
+  try {
+    await lookup();
+    return true;
+  } catch (error) {
+    if (error instanceof JetStreamApiError && error.code === notFoundCode) return false;
+    throw error;
+  }
+}

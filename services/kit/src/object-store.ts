@@ -1,0 +1,203 @@
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { Client } from 'minio';
+
+export interface ObjectStoreConfig {
+  endpoint: string;
+  /** Where clients reach storage; presigned URLs are signed for this host. */
+  publicEndpoint?: string | undefined;
+  accessKey: string;
+  secretKey: string;
+  region: string;
+  bucket: string;
+}
+
+export interface LifecycleRule {
+  id: string;
+  prefix: string;
+  days: number;
+}
+
+export interface StoredObject {
+  size: number;
+  contentType: string | undefined;
+  lastModified: Date;
+}
+
+/**
+ * The one bucket Tamp keeps bytes in. Data-plane calls go through the `minio` client against the
+ * in-cluster endpoint; presigned URLs are signed with the AWS SDK's own SigV4 signer because
+ * minio-js leaves `content-type` out of presigned signatures, and the upload contract binds it.
+ */
+export class ObjectStore {
+  readonly bucket: string;
+  private readonly client: Client;
+  private readonly signer: SignatureV4;
+  private readonly publicUrl: URL;
+
+  constructor(config: ObjectStoreConfig) {
+    const endpoint = new URL(config.endpoint);
+    this.bucket = config.bucket;
+    this.client = new Client({
+      endPoint: endpoint.hostname,
+      port: endpoint.port === '' ? undefined : Number(endpoint.port),
+      useSSL: endpoint.protocol === 'https:',
+      accessKey: config.accessKey,
+      secretKey: config.secretKey,
+      region: config.region,
+      pathStyle: true,
+    });
+    this.publicUrl = new URL(config.publicEndpoint ?? config.endpoint);
+    this.signer = new SignatureV4({
+      service: 's3',
+      region: config.region,
+      credentials: { accessKeyId: config.accessKey, secretAccessKey: config.secretKey },
+      sha256: Hash.bind(null, 'sha256'),
+      // S3 canonical paths are encoded once, unlike other AWS services.
+      uriEscapePath: false,
+    });
+  }
+
+  /** Creates the bucket if missing and (re)applies the lifecycle rules; safe to repeat. */
+  async provision(rules: readonly LifecycleRule[]): Promise<void> {
+    if (!(await this.client.bucketExists(this.bucket))) {
+      try {
+        await this.client.makeBucket(this.bucket);
+      } catch (error) {
+        // Another replica may have created it in between.
+        if (!isCode(error, 'BucketAlreadyOwnedByYou')) throw error;
+      }
+    }
+    if (rules.length === 0) {
+      await this.client.removeBucketLifecycle(this.bucket);
+      return;
+    }
+    await this.client.setBucketLifecycle(this.bucket, {
+      Rule: rules.map((rule) => ({
+        ID: rule.id,
+        Status: 'Enabled',
+        Filter: { Prefix: rule.prefix },
+        Expiration: { Days: rule.days },
+      })),
+    });
+  }
+
+  async lifecycleRules(): Promise<LifecycleRule[]> {
+    const configuration = await this.client.getBucketLifecycle(this.bucket);
+    return (configuration?.Rule ?? []).map((rule) => ({
+      id: rule.ID ?? '',
+      prefix: rule.Filter?.Prefix ?? '',
+      days: Number(rule.Expiration?.Days ?? 0),
+    }));
+  }
+
+  /** A PUT URL whose signature covers the content type: another `Content-Type` is refused. */
+  async presignUpload(key: string, contentType: string, expiresInSeconds: number): Promise<string> {
+    return this.presign('PUT', key, expiresInSeconds, { 'content-type': contentType }, {});
+  }
+
+  /** A GET URL that downloads as an attachment named `filename`. */
+  async presignDownload(key: string, filename: string, expiresInSeconds: number): Promise<string> {
+    return this.presign(
+      'GET',
+      key,
+      expiresInSeconds,
+      {},
+      {
+        'response-content-disposition': `attachment; filename="${filename.replaceAll('"', '')}"`,
+      },
+    );
+  }
+
+  async stat(key: string): Promise<StoredObject | undefined> {
+    try {
+      const stat = await this.client.statObject(this.bucket, key);
+      return {
+        size: stat.size,
+        contentType: stat.metaData['content-type'] as string | undefined,
+        lastModified: stat.lastModified,
+      };
+    } catch (error) {
+      if (isCode(error, 'NotFound') || isCode(error, 'NoSuchKey')) return undefined;
+      throw error;
+    }
+  }
+
+  /** The first `length` bytes of an object (for content signature checks) without reading the rest. */
+  async readHead(key: string, length: number): Promise<Buffer> {
+    const stream = await this.client.getPartialObject(this.bucket, key, 0, length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).subarray(0, length);
+  }
+
+  async downloadToFile(key: string, path: string): Promise<void> {
+    const stream = await this.client.getObject(this.bucket, key);
+    await pipeline(stream, createWriteStream(path));
+  }
+
+  async uploadFile(key: string, path: string, contentType: string): Promise<void> {
+    await this.client.fPutObject(this.bucket, key, path, { 'Content-Type': contentType });
+  }
+
+  async putBuffer(key: string, body: Buffer | string, contentType: string): Promise<void> {
+    const buffer = typeof body === 'string' ? Buffer.from(body) : body;
+    await this.client.putObject(this.bucket, key, buffer, buffer.length, {
+      'Content-Type': contentType,
+    });
+  }
+
+  async getBuffer(key: string): Promise<Buffer> {
+    const stream = await this.client.getObject(this.bucket, key);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.client.removeObject(this.bucket, key);
+  }
+
+  /** Readiness: storage answers and the bucket exists. */
+  async ping(): Promise<void> {
+    if (!(await this.client.bucketExists(this.bucket)))
+      throw new Error(`bucket ${this.bucket} is missing`);
+  }
+
+  private async presign(
+    method: 'GET' | 'PUT',
+    key: string,
+    expiresIn: number,
+    headers: Record<string, string>,
+    query: Record<string, string>,
+  ): Promise<string> {
+    const signed = await this.signer.presign(
+      {
+        method,
+        protocol: this.publicUrl.protocol,
+        hostname: this.publicUrl.hostname,
+        port: this.publicUrl.port === '' ? undefined : Number(this.publicUrl.port),
+        path: `${this.publicUrl.pathname.replace(/\/$/, '')}/${this.bucket}/${key}`,
+        query,
+        // Presigned S3 requests are verified with an unsigned payload; the body is not known here.
+        headers: {
+          ...headers,
+          host: this.publicUrl.host,
+          'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+        },
+      },
+      { expiresIn, signableHeaders: new Set(Object.keys(headers)) },
+    );
+    const url = new URL(`${this.publicUrl.protocol}//${this.publicUrl.host}${signed.path}`);
+    for (const [name, value] of Object.entries(signed.query ?? {})) {
+      if (typeof value === 'string') url.searchParams.set(name, value);
+    }
+    return url.toString();
+  }
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}

@@ -1,0 +1,134 @@
+import { createTopology, STORAGE_LIFECYCLE_RULES, type Topology } from '@tamp/proto';
+import type { Db } from 'mongodb';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { z } from 'zod';
+import { ConfigError, loadConfig, type ServiceEnv } from './config';
+import { createLogger } from './logger';
+import { createMetricsRegistry } from './metrics';
+import { connectMongo, type IndexSpecification, provisionIndexes } from './mongo';
+import { connectNats, type NatsConnection, provisionTopology } from './nats';
+import { ObjectStore, type ObjectStoreConfig } from './object-store';
+import { OpsServer } from './ops-server';
+import { Shutdown } from './shutdown';
+import { startTracing } from './tracing';
+
+/**
+ * What a running service gets: its parsed config, logger, metrics and lifecycle, plus
+ * connectors that register their own readiness check and shutdown step, so every service
+ * drains and closes its dependencies the same way.
+ */
+export class ServiceContext<Config extends ServiceEnv> {
+  constructor(
+    readonly name: string,
+    readonly config: Config,
+    readonly logger: Logger,
+    readonly metrics: Registry,
+    readonly ops: OpsServer,
+    readonly shutdown: Shutdown,
+  ) {}
+
+  /** Connects to NATS and provisions the namespace's streams and consumers (idempotent). */
+  async connectNats(
+    url: string,
+    namespace: string,
+  ): Promise<{ nats: NatsConnection; topology: Topology }> {
+    const topology = createTopology(namespace);
+    const nats = await connectNats({ url, name: this.name, logger: this.logger });
+    this.shutdown.register('nats', async () => {
+      if (nats.isClosed()) return;
+      // A broker that is already gone cannot be drained; closing is all that is left.
+      await nats.drain().catch(() => nats.close());
+    });
+    this.ops.addReadinessCheck('nats', () => {
+      if (nats.isClosed()) throw new Error('NATS connection closed');
+    });
+    await withRetries(() => provisionTopology(nats, topology));
+    return { nats, topology };
+  }
+
+  async connectMongo(
+    url: string,
+    database: string,
+    indexes: readonly IndexSpecification[] = [],
+  ): Promise<Db> {
+    const { client, db } = await connectMongo({ url, database, appName: this.name });
+    this.shutdown.register('mongo', () => client.close());
+    this.ops.addReadinessCheck('mongo', async () => {
+      await db.command({ ping: 1 });
+    });
+    await provisionIndexes(db, indexes);
+    return db;
+  }
+
+  /** Opens the bucket, creating it and its lifecycle rules when missing. */
+  async openObjectStore(config: ObjectStoreConfig): Promise<ObjectStore> {
+    const store = new ObjectStore(config);
+    await withRetries(() => store.provision(STORAGE_LIFECYCLE_RULES));
+    this.ops.addReadinessCheck('s3', () => store.ping());
+    return store;
+  }
+}
+
+export interface ServiceDefinition<Schema extends z.ZodType<ServiceEnv, unknown>> {
+  name: string;
+  configSchema: Schema;
+  start(context: ServiceContext<z.output<Schema>>): Promise<void>;
+}
+
+/**
+ * Runs a service: parse config (exit 1 naming every problem), then logging, tracing, metrics
+ * and the ops server, then the service's own start; SIGTERM/SIGINT shut it down in order.
+ */
+export async function runService<Schema extends z.ZodType<ServiceEnv, unknown>>(
+  definition: ServiceDefinition<Schema>,
+): Promise<ServiceContext<z.output<Schema>>> {
+  let config: z.output<Schema>;
+  try {
+    config = loadConfig(definition.name, definition.configSchema);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger(definition.name, config.LOG_LEVEL);
+  const shutdown = new Shutdown(logger, config.SHUTDOWN_TIMEOUT_MS);
+  shutdown.installSignalHandlers();
+  const stopTracing = await startTracing({
+    service: definition.name,
+    endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+    logger,
+  });
+  shutdown.register('tracing', stopTracing);
+  const metrics = createMetricsRegistry(definition.name);
+  const ops = new OpsServer(metrics);
+  const opsPort = await ops.listen(config.OPS_PORT, config.OPS_HOST);
+  shutdown.register('ops-server', () => ops.close());
+  const context = new ServiceContext(definition.name, config, logger, metrics, ops, shutdown);
+  try {
+    await definition.start(context);
+  } catch (error) {
+    logger.fatal({ err: error }, 'failed to start');
+    await shutdown.run('start failed');
+    process.exit(1);
+  }
+  // Registered last so it runs first: readiness drops before anything closes.
+  shutdown.register('readiness', () => ops.markDraining());
+  ops.markReady();
+  logger.info({ opsPort }, 'started');
+  return context;
+}
+
+/** Start-up races (several services provisioning the same stream or bucket) settle on a retry. */
+async function withRetries<T>(operation: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
+}
