@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from './errors';
+import { JOB_STATUSES, JOB_TYPES } from './limits';
 
 /** The public envelopes. Every payload of the API is wrapped in one of these. */
 export const successEnvelope = <Payload extends z.ZodType>(payload: Payload) =>
@@ -14,3 +15,74 @@ export const errorEnvelope = z.object({
   }),
 });
 export type ErrorEnvelope = z.infer<typeof errorEnvelope>;
+
+/** Upload (response of POST /v1/upload). */
+export const publicUpload = z.object({
+  id: z.string(),
+  uploadUrl: z.string(),
+  contentType: z.string(),
+  uploadUrlExpiresIn: z.number(),
+  expiresAt: z.iso.datetime(),
+});
+export type PublicUpload = z.infer<typeof publicUpload>;
+
+/** Metrics as shown on a single job: the spec's fields plus pipeline extras (DECISIONS.md). */
+export const publicMetrics = z
+  .object({
+    inputSize: z.number(),
+    outputSize: z.number(),
+    compressionRatio: z.number(),
+    operationsApplied: z.array(z.string()),
+    processingMs: z.number(),
+  })
+  .catchall(z.unknown());
+
+export const publicResult = z.object({
+  outputUrl: z.string().optional(),
+  outputText: z.string().optional(),
+  metrics: publicMetrics,
+  /** Set once the 7-day retention has passed: the output is gone, the metrics stay. */
+  expired: z.literal(true).optional(),
+});
+
+/** Job (response of job creation and of GET /v1/jobs/:id). */
+export const publicJob = z.object({
+  id: z.string(),
+  status: z.enum(JOB_STATUSES),
+  error: z.string().optional(),
+  result: publicResult.optional(),
+});
+export type PublicJob = z.infer<typeof publicJob>;
+
+/** Item of GET /v1/jobs: no download URL, no output text. */
+export const publicJobSummary = z.object({
+  id: z.string(),
+  type: z.enum(JOB_TYPES),
+  status: z.enum(JOB_STATUSES),
+  name: z.string().optional(),
+  error: z.string().optional(),
+  metrics: z
+    .object({ inputSize: z.number(), outputSize: z.number(), compressionRatio: z.number() })
+    .optional(),
+  createdAt: z.iso.datetime(),
+  completedAt: z.iso.datetime().optional(),
+});
+export type PublicJobSummary = z.infer<typeof publicJobSummary>;
+
+export const publicJobList = z.object({
+  items: z.array(publicJobSummary),
+  nextCursor: z.string().nullable(),
+});
+
+const usageOf = <Shape extends z.ZodRawShape>(shape: Shape) =>
+  z.object({ requests: z.number(), inputBytes: z.number(), ...shape });
+
+/** Usage (response of GET /v1/usage/current). */
+export const publicUsage = z.object({
+  period: z.object({ start: z.iso.datetime(), end: z.iso.datetime() }),
+  audio: usageOf({ minutes: z.number() }),
+  text: usageOf({ characters: z.number() }),
+  image: usageOf({ megapixels: z.number() }),
+  video: usageOf({ minutes: z.number() }),
+});
+export type PublicUsage = z.infer<typeof publicUsage>;

@@ -5,6 +5,7 @@ export * from './mongo';
 export * from './nats';
 export * from './object-store';
 export * from './ops-server';
+export * from './rpc';
 export * from './service';
 export * from './shutdown';
 export * from './tracing';

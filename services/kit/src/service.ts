@@ -10,6 +10,7 @@ import { connectMongo, type IndexSpecification, provisionIndexes } from './mongo
 import { connectNats, type NatsConnection, provisionTopology } from './nats';
 import { ObjectStore, type ObjectStoreConfig } from './object-store';
 import { OpsServer } from './ops-server';
+import { Rpc } from './rpc';
 import { Shutdown } from './shutdown';
 import { startTracing } from './tracing';
 
@@ -32,7 +33,7 @@ export class ServiceContext<Config extends ServiceEnv> {
   async connectNats(
     url: string,
     namespace: string,
-  ): Promise<{ nats: NatsConnection; topology: Topology }> {
+  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> {
     const topology = createTopology(namespace);
     const nats = await connectNats({ url, name: this.name, logger: this.logger });
     this.shutdown.register('nats', async () => {
@@ -44,7 +45,7 @@ export class ServiceContext<Config extends ServiceEnv> {
       if (nats.isClosed()) throw new Error('NATS connection closed');
     });
     await withRetries(() => provisionTopology(nats, topology));
-    return { nats, topology };
+    return { nats, topology, rpc: new Rpc(nats, topology, this.logger) };
   }
 
   async connectMongo(

@@ -1,0 +1,343 @@
+import { z } from 'zod';
+import { publicJob, publicJobList, publicUpload, publicUsage } from './api';
+import { JOB_STATUSES, JOB_TYPES, PIPELINES } from './limits';
+import { jobMetrics, jobWorkMessage, usageDimensions } from './messages';
+import { audioOperationSchema } from './pipelines/audio';
+import { imageOperationSchema } from './pipelines/image';
+import { textOperationSchema } from './pipelines/text';
+
+/**
+ * The request/reply contracts between services, on `svc.<service>.<name>` (namespaced by the
+ * topology). Each endpoint is served by a queue group of its owning service; requests and
+ * responses are validated on both ends with these schemas. Failures travel as ServiceError
+ * JSON (`{ code, message, details }`) and are rethrown as ServiceError by the caller.
+ */
+export interface EndpointDefinition<Request extends z.ZodType, Response extends z.ZodType> {
+  service: string;
+  name: string;
+  request: Request;
+  response: Response;
+}
+
+function endpoint<Request extends z.ZodType, Response extends z.ZodType>(
+  service: string,
+  name: string,
+  request: Request,
+  response: Response,
+): EndpointDefinition<Request, Response> {
+  return { service, name, request, response };
+}
+
+export const PLANS = ['free', 'pro'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** What the gateway needs to know about the caller's account on every request. */
+export const accountLimits = z.object({
+  accountId: z.string(),
+  plan: z.enum(PLANS),
+  maxUploadBytes: z.number().int().positive(),
+  rateLimitPerMinute: z.number().int().positive(),
+});
+export type AccountLimits = z.infer<typeof accountLimits>;
+
+const accountView = accountLimits.extend({
+  webhookUrl: z.string().nullable(),
+  /** `whsec_…`; only the webhook service and the admin API read it. */
+  webhookSecret: z.string(),
+  billingCycleAnchor: z.iso.datetime().nullable(),
+  createdAt: z.iso.datetime(),
+});
+
+const keyView = z.object({
+  keyId: z.string(),
+  accountId: z.string(),
+  /** The first characters of the key, for people to tell keys apart. Never the key. */
+  displayPrefix: z.string(),
+  createdAt: z.iso.datetime(),
+  revokedAt: z.iso.datetime().nullable(),
+});
+
+export const billingEndpoints = {
+  /** Verifies a full `sk_live_…` key against its SHA-256 hash; unknown or revoked → UNAUTHORIZED. */
+  authenticate: endpoint(
+    'billing',
+    'authenticate',
+    z.object({ apiKey: z.string() }),
+    accountLimits.extend({ keyId: z.string() }),
+  ),
+  getAccount: endpoint('billing', 'get-account', z.object({ accountId: z.string() }), accountView),
+  /**
+   * Reserves a job's credits exactly once per job id (allowance first, then granted credits);
+   * INSUFFICIENT_CREDITS when short, and then nothing is taken.
+   */
+  reserveCredits: endpoint(
+    'billing',
+    'reserve-credits',
+    z.object({
+      accountId: z.string(),
+      jobId: z.string(),
+      pipeline: z.enum(PIPELINES),
+      credits: z.number().int().positive(),
+    }),
+    z.object({ reserved: z.number().int(), replayed: z.boolean() }),
+  ),
+  /** Gives a job's reservation back exactly once; a second call is a no-op. */
+  refundCredits: endpoint(
+    'billing',
+    'refund-credits',
+    z.object({ accountId: z.string(), jobId: z.string() }),
+    z.object({ refunded: z.number().int(), replayed: z.boolean() }),
+  ),
+  getUsage: endpoint('billing', 'get-usage', z.object({ accountId: z.string() }), publicUsage),
+
+  // Admin operations, reached through the admin API only.
+  createAccount: endpoint(
+    'billing',
+    'create-account',
+    z.object({
+      plan: z.enum(PLANS).default('free'),
+      credits: z.number().int().nonnegative().optional(),
+      webhookUrl: z.url().nullable().optional(),
+    }),
+    z.object({ accountId: z.string(), apiKey: z.string(), webhookSecret: z.string() }),
+  ),
+  updateAccount: endpoint(
+    'billing',
+    'update-account',
+    z.object({
+      accountId: z.string(),
+      plan: z.enum(PLANS).optional(),
+      webhookUrl: z.url().nullable().optional(),
+    }),
+    accountView,
+  ),
+  addCredits: endpoint(
+    'billing',
+    'add-credits',
+    z.object({ accountId: z.string(), credits: z.number().int().positive() }),
+    z.object({ accountId: z.string(), grantedCredits: z.number().int() }),
+  ),
+  createKey: endpoint(
+    'billing',
+    'create-key',
+    z.object({ accountId: z.string() }),
+    z.object({ keyId: z.string(), apiKey: z.string() }),
+  ),
+  revokeKey: endpoint('billing', 'revoke-key', z.object({ keyId: z.string() }), keyView),
+  listKeys: endpoint(
+    'billing',
+    'list-keys',
+    z.object({ accountId: z.string() }),
+    z.object({ keys: z.array(keyView) }),
+  ),
+};
+
+/** An upload a job may consume: the first-consumption checks have passed. */
+export const consumedUpload = z.object({
+  uploadId: z.string(),
+  key: z.string(),
+  size: z.number().int().nonnegative(),
+  contentType: z.string(),
+  filename: z.string(),
+});
+export type ConsumedUpload = z.infer<typeof consumedUpload>;
+
+export const uploadEndpoints = {
+  /** INVALID_FORMAT for an extension not allowed, FILE_TOO_LARGE over `maxUploadBytes`. */
+  createUpload: endpoint(
+    'upload',
+    'create-upload',
+    z.object({
+      accountId: z.string(),
+      filename: z.string(),
+      size: z.number().int().positive(),
+      maxUploadBytes: z.number().int().positive(),
+    }),
+    publicUpload,
+  ),
+  /**
+   * The spec's checks at first consumption, in order: exists (409 UPLOAD_NOT_COMPLETED), real
+   * size (413), leading bytes match the kind (422), age (410) — with an unknown id or another
+   * account's id as UPLOAD_NOT_FOUND — plus the pipeline accepting the extension (422).
+   * The outcome of the first consumption is stored; later jobs reuse it (until 24 h).
+   */
+  consumeUpload: endpoint(
+    'upload',
+    'consume-upload',
+    z.object({
+      accountId: z.string(),
+      uploadId: z.string(),
+      pipeline: z.enum(PIPELINES),
+      maxUploadBytes: z.number().int().positive(),
+    }),
+    consumedUpload,
+  ),
+};
+
+const jobSource = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('upload'), uploadId: z.string() }),
+  /** Fast-path-sized inline text travels in the message. */
+  z.object({ kind: z.literal('text'), text: z.string() }),
+  /**
+   * Larger inline text (up to 5,000,000 characters) never crosses NATS: the gateway stores it
+   * as `inputs/<accountId>/<jobId>` first and passes the reference.
+   */
+  z.object({
+    kind: z.literal('stored-text'),
+    key: z.string(),
+    size: z.number().int().nonnegative(),
+    characters: z.number().int().nonnegative(),
+  }),
+]);
+
+const operationsOf = {
+  audio: z.array(audioOperationSchema),
+  image: z.array(imageOperationSchema),
+  text: z.array(textOperationSchema),
+};
+
+const createJobCommon = {
+  /** Minted by the gateway (so large text can be stored under it first); a replay keeps the original. */
+  jobId: z.string(),
+  accountId: z.string(),
+  source: jobSource,
+  webhookUrl: z.string().nullable(),
+  idempotencyKey: z.string().nullable(),
+  /** SHA-256 of the endpoint and the canonical request body, to detect a reused key. */
+  requestHash: z.string(),
+  maxUploadBytes: z.number().int().positive(),
+};
+
+export const jobEndpoints = {
+  /**
+   * Creates a job from an already validated request whose chain is resolved (preset expanded,
+   * encode placed). Inline-eligible jobs run through `work.<pipeline>.inline` and answer 200;
+   * the rest are published to JOBS and answer 202 `{ id, status: "created" }`.
+   */
+  createJob: endpoint(
+    'job',
+    'create-job',
+    z.discriminatedUnion('pipeline', [
+      z.object({
+        ...createJobCommon,
+        pipeline: z.literal('audio'),
+        operations: operationsOf.audio,
+      }),
+      z.object({
+        ...createJobCommon,
+        pipeline: z.literal('image'),
+        operations: operationsOf.image,
+      }),
+      z.object({ ...createJobCommon, pipeline: z.literal('text'), operations: operationsOf.text }),
+    ]),
+    z.object({ httpStatus: z.union([z.literal(200), z.literal(202)]), job: publicJob }),
+  ),
+  /** JOB_NOT_FOUND for unknown, malformed or another account's ids; fresh 1-hour outputUrl. */
+  getJob: endpoint(
+    'job',
+    'get-job',
+    z.object({ accountId: z.string(), jobId: z.string() }),
+    publicJob,
+  ),
+  listJobs: endpoint(
+    'job',
+    'list-jobs',
+    z.object({
+      accountId: z.string(),
+      type: z.enum(JOB_TYPES).optional(),
+      status: z.enum(JOB_STATUSES).optional(),
+      limit: z.number().int().min(1).max(100),
+      cursor: z.string().optional(),
+    }),
+    publicJobList,
+  ),
+
+  // Worker-facing: the job service owns every transition of a job.
+  /**
+   * Called when a worker receives a delivery. `attempt` is JetStream's delivery count.
+   * `run`: the job is now `processing` (created→pending→processing or pending→processing).
+   * `skip`: the job is already terminal (a redelivery); ack and do nothing.
+   * `failed`: attempts are used up (e.g. the previous attempt's worker died); the job was
+   * failed and refunded; ack.
+   */
+  beginAttempt: endpoint(
+    'job',
+    'begin-attempt',
+    z.object({ jobId: z.string(), attempt: z.number().int().positive(), worker: z.string() }),
+    z.object({ action: z.enum(['run', 'skip', 'failed']), work: jobWorkMessage.optional() }),
+  ),
+  /** processing → completed, once; publishes `events.job.completed` and the notification. */
+  completeJob: endpoint(
+    'job',
+    'complete-job',
+    z.object({
+      jobId: z.string(),
+      attempt: z.number().int().positive(),
+      outputKey: z.string().nullable(),
+      outputText: z.string().nullable(),
+      metrics: jobMetrics,
+      usage: usageDimensions,
+    }),
+    z.object({ accepted: z.boolean() }),
+  ),
+  /**
+   * A failed attempt: back to `pending` with the backoff to wait before the retry (the worker
+   * naks with that delay), or `failed` (refunded, `events.job.failed`) when permanent or when
+   * it was the last attempt.
+   */
+  failAttempt: endpoint(
+    'job',
+    'fail-attempt',
+    z.object({
+      jobId: z.string(),
+      attempt: z.number().int().positive(),
+      error: z.string(),
+      permanent: z.boolean(),
+    }),
+    z.object({ status: z.enum(['pending', 'failed']), retryInMs: z.number().int().nonnegative() }),
+  ),
+};
+
+/** Reply of a worker to `work.<pipeline>.inline` (request body: a JobWorkMessage). */
+export const inlineWorkReply = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('completed'),
+    outputKey: z.string().nullable(),
+    outputText: z.string().nullable(),
+    metrics: jobMetrics,
+    usage: usageDimensions,
+  }),
+  z.object({ status: z.literal('failed'), error: z.string() }),
+]);
+export type InlineWorkReply = z.infer<typeof inlineWorkReply>;
+
+export const webhookEndpoints = {
+  listDeliveries: endpoint(
+    'webhook',
+    'list-deliveries',
+    z.object({ jobId: z.string() }),
+    z.object({
+      deliveries: z.array(
+        z.object({
+          deliveryId: z.string(),
+          jobId: z.string(),
+          event: z.enum(['job.completed', 'job.failed']),
+          attempt: z.number().int(),
+          attemptedAt: z.iso.datetime(),
+          target: z.string(),
+          statusCode: z.number().int().nullable(),
+          latencyMs: z.number().nullable(),
+          outcome: z.enum(['delivered', 'failed', 'refused']),
+          error: z.string().nullable(),
+        }),
+      ),
+    }),
+  ),
+  /** Starts a fresh delivery sequence for a job's event (operator action). */
+  redeliver: endpoint(
+    'webhook',
+    'redeliver',
+    z.object({ jobId: z.string(), event: z.enum(['job.completed', 'job.failed']).optional() }),
+    z.object({ scheduled: z.boolean() }),
+  ),
+};

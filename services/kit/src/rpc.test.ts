@@ -1,0 +1,78 @@
+import { createTopology, type EndpointDefinition, ServiceError } from '@tamp/proto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { connectNats, type NatsConnection } from './nats';
+import { Rpc } from './rpc';
+
+const infrastructure = isolatedInfrastructure();
+const logger = pino({ level: 'silent' });
+const divide: EndpointDefinition<
+  z.ZodType<{ a: number; b: number }>,
+  z.ZodType<{ quotient: number }>
+> = {
+  service: 'maths',
+  name: 'divide',
+  request: z.object({ a: z.number(), b: z.number() }),
+  response: z.object({ quotient: z.number() }),
+};
+let server: NatsConnection;
+let client: NatsConnection;
+let rpc: Rpc;
+
+beforeAll(async () => {
+  const topology = createTopology(infrastructure.namespace);
+  server = await connectNats({ url: infrastructure.natsUrl, name: 'server', logger });
+  client = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
+  new Rpc(server, topology, logger).serve(divide, async ({ a, b }) => {
+    if (b === 0)
+      throw new ServiceError('VALIDATION_ERROR', 'b must not be 0', [
+        { path: 'b', message: 'zero' },
+      ]);
+    if (a < 0) throw new Error('secret internal detail');
+    return { quotient: a / b };
+  });
+  await server.flush();
+  rpc = new Rpc(client, topology, logger);
+});
+afterAll(async () => {
+  await Promise.all([server.close(), client.close()]);
+});
+
+describe('Rpc over real NATS', () => {
+  it('calls a served endpoint', async () => {
+    expect(await rpc.call(divide, { a: 9, b: 3 })).toEqual({ quotient: 3 });
+  });
+
+  it('carries a ServiceError across with its code and details', async () => {
+    const error = await rpc.call(divide, { a: 1, b: 0 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).code).toBe('VALIDATION_ERROR');
+    expect((error as ServiceError).details).toEqual([{ path: 'b', message: 'zero' }]);
+  });
+
+  it('hides unexpected errors behind INTERNAL', async () => {
+    const error = (await rpc
+      .call(divide, { a: -1, b: 1 })
+      .catch((caught: unknown) => caught)) as ServiceError;
+    expect(error.code).toBe('INTERNAL');
+    expect(error.message).not.toContain('secret');
+  });
+
+  it('rejects a request that does not match the schema on the serving side', async () => {
+    const loose = { ...divide, request: z.object({ a: z.unknown(), b: z.unknown() }) };
+    const error = (await rpc
+      .call(loose, { a: 'nine', b: 3 })
+      .catch((caught: unknown) => caught)) as ServiceError;
+    expect(error.code).toBe('VALIDATION_ERROR');
+  });
+
+  it('reports a service nobody serves as UNAVAILABLE instead of hanging', async () => {
+    const missing = { ...divide, service: 'nobody' };
+    const error = (await rpc
+      .call(missing, { a: 1, b: 1 }, { timeoutMs: 500 })
+      .catch((caught: unknown) => caught)) as ServiceError;
+    expect(error.code).toBe('UNAVAILABLE');
+  });
+});
