@@ -1,0 +1,117 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Receivers reject deliveries whose timestamp differs from now by this much or more (spec, Events). */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+const SECRET_PREFIX = 'whsec_';
+const SERVICE_SIGNATURE_PREFIX = 'sha256=';
+const SECRET_KEY_BYTES = 32;
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// Header values travel unescaped, so the id is limited to visible ASCII (no CR/LF injection).
+const HEADER_SAFE_TOKEN = /^[\x21-\x7e]+$/;
+const UNIX_SECONDS = /^\d{1,15}$/;
+const HEX_SHA256 = /^[0-9a-f]{64}$/i;
+
+export interface DeliverySignatureInput {
+  /** The account secret exactly as the dashboard shows it: `whsec_` + base64. */
+  secret: string;
+  /** The exact bytes that will be sent as the request body. */
+  body: Buffer | string;
+  /** Unix time in seconds. */
+  timestamp: number;
+  /** Stable across the retries of one job event (Standard Webhooks `webhook-id`). */
+  webhookId: string;
+}
+
+export interface DeliverySignatureHeaders {
+  'X-Service-Timestamp': string;
+  'X-Service-Signature': string;
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  'webhook-signature': string;
+}
+
+export interface ServiceSignatureCheck {
+  secret: string;
+  rawBody: Buffer | string;
+  timestampHeader: string | undefined;
+  signatureHeader: string | undefined;
+  /** Defaults to the current time; injectable so the window is testable. */
+  nowSec?: number;
+  toleranceSec?: number;
+}
+
+/** Signs one delivery both the Tamp way (`X-Service-*`) and the Standard Webhooks way. */
+export function signDelivery(input: DeliverySignatureInput): DeliverySignatureHeaders {
+  const { secret, timestamp, webhookId } = input;
+  if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+    throw new TypeError('timestamp must be a non-negative integer number of seconds');
+  }
+  if (!HEADER_SAFE_TOKEN.test(webhookId)) {
+    throw new TypeError('webhookId must be non-empty visible ASCII');
+  }
+  const body = toBytes(input.body);
+  const timestampText = String(timestamp);
+  const standardSignature = createHmac('sha256', standardWebhooksKey(secret))
+    .update(`${webhookId}.${timestampText}.`)
+    .update(body)
+    .digest('base64');
+  return {
+    'X-Service-Timestamp': timestampText,
+    'X-Service-Signature': `${SERVICE_SIGNATURE_PREFIX}${serviceHmac(secret, timestampText, body).toString('hex')}`,
+    'webhook-id': webhookId,
+    'webhook-timestamp': timestampText,
+    'webhook-signature': `v1,${standardSignature}`,
+  };
+}
+
+/**
+ * Checks `X-Service-Signature` over the raw body bytes, in constant time, and refuses
+ * timestamps `toleranceSec` or more away from now (replay protection).
+ */
+export function verifyServiceSignature(check: ServiceSignatureCheck): boolean {
+  const { secret, timestampHeader, signatureHeader } = check;
+  const nowSec = check.nowSec ?? Math.floor(Date.now() / 1000);
+  const toleranceSec = check.toleranceSec ?? SIGNATURE_TOLERANCE_SECONDS;
+  if (timestampHeader === undefined || !UNIX_SECONDS.test(timestampHeader)) return false;
+  if (Math.abs(nowSec - Number(timestampHeader)) >= toleranceSec) return false;
+  if (signatureHeader === undefined || !signatureHeader.startsWith(SERVICE_SIGNATURE_PREFIX)) {
+    return false;
+  }
+  const givenHex = signatureHeader.slice(SERVICE_SIGNATURE_PREFIX.length);
+  if (!HEX_SHA256.test(givenHex)) return false;
+  const given = Buffer.from(givenHex, 'hex');
+  const expected = serviceHmac(secret, timestampHeader, toBytes(check.rawBody));
+  // timingSafeEqual throws on unequal lengths; the guard keeps that a plain `false`.
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** A new account signing secret: `whsec_` + base64 of 32 random bytes (DECISIONS.md). */
+export function generateWebhookSecret(): string {
+  return `${SECRET_PREFIX}${randomBytes(SECRET_KEY_BYTES).toString('base64')}`;
+}
+
+// The Tamp signature is keyed with the secret string itself (UTF-8), prefix included, as Stripe does.
+function serviceHmac(secret: string, timestampText: string, body: Buffer): Buffer {
+  return createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${timestampText}.`)
+    .update(body)
+    .digest();
+}
+
+// Standard Webhooks keys with the decoded bytes after the prefix; a malformed secret must fail
+// loudly here rather than silently produce signatures no official verifier accepts.
+function standardWebhooksKey(secret: string): Buffer {
+  if (!secret.startsWith(SECRET_PREFIX)) {
+    throw new TypeError(`webhook secret must start with "${SECRET_PREFIX}"`);
+  }
+  const encoded = secret.slice(SECRET_PREFIX.length);
+  if (encoded.length === 0 || !STRICT_BASE64.test(encoded)) {
+    throw new TypeError('webhook secret must be "whsec_" followed by base64');
+  }
+  return Buffer.from(encoded, 'base64');
+}
+
+function toBytes(body: Buffer | string): Buffer {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+}

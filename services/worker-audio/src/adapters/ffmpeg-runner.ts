@@ -1,0 +1,330 @@
+import { randomUUID } from 'node:crypto';
+import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ResolvedAudioOperation } from '../domain/audio-operations';
+import {
+  asFileUrl,
+  buildProcessingPlan,
+  type FfmpegInvocation,
+  type MeasurementMap,
+  renderFfmpegArgs,
+} from '../domain/ffmpeg-command';
+import { createProgressParser } from '../domain/ffmpeg-progress';
+import {
+  type AudioProbe,
+  ebur128SummaryCollector,
+  type LineCollector,
+  type Measurement,
+  MeasurementParseError,
+  parseProbeOutput,
+} from '../domain/measurement-parsers';
+import {
+  AudioProcessingError,
+  AudioTooLongError,
+  InvalidAudioInputError,
+  MeasurementFailedError,
+  ToolFailedError,
+} from './audio-processing-errors';
+import { runTool } from './tool-process';
+
+export interface FfmpegRunnerOptions {
+  /** Default: env FFMPEG_PATH, else `ffmpeg` from PATH. */
+  ffmpegPath?: string;
+  /** Default: env FFPROBE_PATH, else `ffprobe` from PATH. */
+  ffprobePath?: string;
+  /** Inputs longer than this are rejected before any processing. Default: no limit. */
+  maxDurationSec?: number;
+  /**
+   * Demuxers allowed for job inputs. The API accepts .wav and .mp3 only; refusing every other
+   * container keeps ffmpeg's playlist/concat demuxers (which open further files) out of reach.
+   */
+  allowedInputFormats?: readonly string[];
+  /** Characters of stderr kept for error messages. Default 64 Ki. */
+  stderrTailChars?: number;
+}
+
+export interface LoudnessMeasurement {
+  /** EBU R128 integrated loudness, LUFS; null for silence. */
+  integratedLufs: number | null;
+  /** dBTP; null for digital silence. */
+  truePeakDb: number | null;
+  /** EBU R128 loudness range, LU; null when not measurable. */
+  loudnessRangeLu: number | null;
+}
+
+export interface AudioProgress {
+  /** 1-based index of the running ffmpeg pass. */
+  pass: number;
+  /** Upper bound: some correction passes are skipped when not needed. */
+  passCount: number;
+  label: string;
+  /** Output seconds produced by this pass so far. */
+  outTimeSec: number;
+  speed: number | null;
+}
+
+export interface ProcessAudioRequest {
+  inputPath: string;
+  outputPath: string;
+  /** Resolved chain: processing operations in order, exactly one encode last. */
+  operations: readonly ResolvedAudioOperation[];
+  /** Scratch directory for the partial output and long filter scripts; created if missing. */
+  workDir: string;
+  signal?: AbortSignal;
+  /** Called on every ffmpeg progress report (about twice a second): send heartbeats here. */
+  onProgress?: (progress: AudioProgress) => void;
+  /** Overrides the runner's maxDurationSec for this call. */
+  maxDurationSec?: number;
+  /** Measure the output's loudness for the job metrics (one extra decode). Default true. */
+  measureOutputLoudness?: boolean;
+}
+
+export interface ProcessAudioResult {
+  durationInSec: number;
+  durationOutSec: number;
+  inputSize: number;
+  outputSize: number;
+  integratedLufsOut?: number;
+  truePeakDbOut?: number;
+  format: 'opus' | 'mp3';
+  extension: 'ogg' | 'mp3';
+  operationsApplied: string[];
+  /** ffmpeg passes that actually ran (measurements + encode). */
+  passes: number;
+}
+
+export interface FfmpegRunner {
+  probeAudio(path: string, options?: ProbeOptions): Promise<AudioProbe>;
+  measureLoudness(path: string, options?: { signal?: AbortSignal }): Promise<LoudnessMeasurement>;
+  /** Highest sample value in dBFS (null for digital silence). */
+  measureSamplePeakDb(path: string, options?: { signal?: AbortSignal }): Promise<number | null>;
+  processAudio(request: ProcessAudioRequest): Promise<ProcessAudioResult>;
+}
+
+export interface ProbeOptions {
+  signal?: AbortSignal;
+  /** Restrict demuxers; default: any (use for files this service wrote itself). */
+  allowedFormats?: readonly string[];
+}
+
+const DEFAULT_INPUT_FORMATS = ['wav', 'mp3'] as const;
+
+/** Filtergraphs longer than this go through a script file (Linux caps one argv string at 128 KiB). */
+const MAX_INLINE_FILTERGRAPH_CHARS = 32 * 1024;
+
+/** Phrases with which ffmpeg says the bytes are not what the header promised. */
+const CORRUPT_INPUT_PATTERN =
+  /Invalid data found when processing input|could not find codec parameters|Error while decoding|Header missing|moov atom not found/i;
+
+export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRunner {
+  const ffmpeg = options.ffmpegPath ?? process.env.FFMPEG_PATH ?? 'ffmpeg';
+  const ffprobe = options.ffprobePath ?? process.env.FFPROBE_PATH ?? 'ffprobe';
+  const inputFormats = options.allowedInputFormats ?? DEFAULT_INPUT_FORMATS;
+  const tailChars = options.stderrTailChars;
+
+  async function probeAudio(path: string, probe: ProbeOptions = {}): Promise<AudioProbe> {
+    const args = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams'];
+    if (probe.allowedFormats?.length)
+      args.push('-format_whitelist', probe.allowedFormats.join(','));
+    args.push('-select_streams', 'a:0', asFileUrl(path));
+    let stdout: string;
+    try {
+      ({ stdout } = await runTool(ffprobe, args, { signal: probe.signal, tailChars }));
+    } catch (error) {
+      if (error instanceof ToolFailedError) {
+        throw new InvalidAudioInputError(describeProbeFailure(error.stderrTail), error.stderrTail);
+      }
+      throw error;
+    }
+    const parsed = parseProbeOutput(stdout);
+    if ('problem' in parsed) throw new InvalidAudioInputError(parsed.problem);
+    return parsed;
+  }
+
+  async function scanLevels(path: string, peak: 'true' | 'sample', signal?: AbortSignal) {
+    const collector = ebur128SummaryCollector();
+    const args = [
+      '-nostdin',
+      '-hide_banner',
+      '-nostats',
+      '-i',
+      asFileUrl(path),
+      '-map',
+      '0:a:0',
+      '-af',
+      `ebur128=peak=${peak}:framelog=verbose`,
+      '-f',
+      'null',
+      '-',
+    ];
+    const run = await runTool(ffmpeg, args, {
+      signal,
+      tailChars,
+      onStderrLine: (line) => collector.accept(line),
+    });
+    try {
+      return collector.finish();
+    } catch (error) {
+      if (error instanceof MeasurementParseError) {
+        throw new MeasurementFailedError('loudness scan', error.message, run.stderr);
+      }
+      throw error;
+    }
+  }
+
+  async function measureLoudness(path: string, scan: { signal?: AbortSignal } = {}) {
+    const summary = await scanLevels(path, 'true', scan.signal);
+    return {
+      integratedLufs: summary.integratedLufs,
+      truePeakDb: summary.peakDb,
+      loudnessRangeLu: summary.loudnessRangeLu,
+    };
+  }
+
+  async function measureSamplePeakDb(path: string, scan: { signal?: AbortSignal } = {}) {
+    return (await scanLevels(path, 'sample', scan.signal)).peakDb;
+  }
+
+  async function processAudio(request: ProcessAudioRequest): Promise<ProcessAudioResult> {
+    const { inputPath, outputPath, workDir, signal, onProgress } = request;
+    const maxDurationSec = request.maxDurationSec ?? options.maxDurationSec;
+    // Plan first: an invalid chain should fail before any process is spawned.
+    const plan = buildProcessingPlan(request.operations);
+
+    const inputSize = (await stat(inputPath)).size;
+    const input = await probeAudio(inputPath, { signal, allowedFormats: inputFormats });
+    if (maxDurationSec !== undefined && input.durationSec > maxDurationSec) {
+      throw new AudioTooLongError(input.durationSec, maxDurationSec);
+    }
+
+    await mkdir(workDir, { recursive: true });
+    const runId = randomUUID();
+    const partialOutput = join(workDir, `${runId}.partial.${plan.output.extension}`);
+    const scratchFiles: string[] = [partialOutput];
+    const measurements = new Map<string, Measurement>();
+    let passes = 0;
+
+    const runPass = async (
+      label: string,
+      invocation: FfmpegInvocation,
+      collector: LineCollector<Measurement> | null,
+    ) => {
+      passes += 1;
+      const pass = passes;
+      let filterScriptPath: string | undefined;
+      if (invocation.filterGraph.length > MAX_INLINE_FILTERGRAPH_CHARS) {
+        filterScriptPath = join(workDir, `${runId}.filter-${pass}.txt`);
+        scratchFiles.push(filterScriptPath);
+        await writeFile(filterScriptPath, invocation.filterGraph);
+      }
+      const args = renderFfmpegArgs(invocation, {
+        inputPath,
+        outputPath: partialOutput,
+        filterScriptPath,
+        allowedInputFormats: inputFormats,
+        // Backstop for a header that under-reports the duration: never decode far past it.
+        maxInputSec: maxDurationSec === undefined ? undefined : maxDurationSec + 1,
+        progress: true,
+      });
+      const progress = createProgressParser();
+      try {
+        return await runTool(ffmpeg, args, {
+          signal,
+          tailChars,
+          onStderrLine: collector ? (line) => collector.accept(line) : undefined,
+          onStdoutLine: (line) => {
+            const snapshot = progress.accept(line);
+            if (snapshot && onProgress) {
+              onProgress({
+                pass,
+                passCount: plan.steps.length,
+                label,
+                outTimeSec: snapshot.outTimeSec,
+                speed: snapshot.speed,
+              });
+            }
+          },
+        });
+      } catch (error) {
+        if (error instanceof ToolFailedError && CORRUPT_INPUT_PATTERN.test(error.stderrTail)) {
+          throw new InvalidAudioInputError(lastMeaningfulLine(error.stderrTail), error.stderrTail);
+        }
+        throw error;
+      }
+    };
+
+    try {
+      for (const step of plan.steps) {
+        if (step.kind === 'encode') {
+          await runPass(step.label, step.invocation(measurements), null);
+          continue;
+        }
+        if (!step.shouldRun(measurements as MeasurementMap)) continue;
+        const collector = step.createCollector();
+        const run = await runPass(step.label, step.invocation(measurements), collector);
+        try {
+          measurements.set(step.key, collector.finish());
+        } catch (error) {
+          if (error instanceof MeasurementParseError) {
+            throw new MeasurementFailedError(step.label, error.message, run.stderr);
+          }
+          throw error;
+        }
+      }
+      await moveFile(partialOutput, outputPath);
+    } finally {
+      await Promise.all(scratchFiles.map((file) => rm(file, { force: true })));
+    }
+
+    const output = await probeAudio(outputPath, { signal });
+    const outputSize = (await stat(outputPath)).size;
+    const loudness =
+      request.measureOutputLoudness === false
+        ? null
+        : await measureLoudness(outputPath, { signal });
+
+    return {
+      durationInSec: input.durationSec,
+      durationOutSec: output.durationSec,
+      inputSize,
+      outputSize,
+      ...(loudness?.integratedLufs != null && { integratedLufsOut: loudness.integratedLufs }),
+      ...(loudness?.truePeakDb != null && { truePeakDbOut: loudness.truePeakDb }),
+      format: plan.output.format,
+      extension: plan.output.extension,
+      operationsApplied: plan.operationsApplied,
+      passes,
+    };
+  }
+
+  return { probeAudio, measureLoudness, measureSamplePeakDb, processAudio };
+}
+
+/** Rename when possible; across filesystems (workDir on another volume) copy instead. */
+async function moveFile(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    await copyFile(from, to);
+    await rm(from, { force: true });
+  }
+}
+
+function lastMeaningfulLine(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return lines.at(-1) ?? 'ffprobe could not read the file';
+}
+
+function describeProbeFailure(stderr: string): string {
+  if (/not on whitelist/i.test(stderr)) return 'the container format is not WAV or MP3';
+  if (/Invalid data found/i.test(stderr)) return 'the data is not a recognisable audio format';
+  if (/No such file or directory/i.test(stderr)) return 'the file does not exist';
+  return lastMeaningfulLine(stderr);
+}
+
+export type { AudioProbe };
+export { AudioProcessingError };

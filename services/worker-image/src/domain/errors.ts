@@ -1,0 +1,86 @@
+import type { OutputFormat } from './operations';
+
+/**
+ * Failures caused by the image itself. Retrying the same input cannot succeed, so job
+ * processing should fail the job at once instead of spending its retries. The message is
+ * written for the API user (it becomes the job's `error`).
+ */
+export abstract class ImageProcessingError extends Error {
+  abstract readonly code: 'IMAGE_TOO_LARGE' | 'IMAGE_UNREADABLE';
+  readonly permanent = true;
+}
+
+export type ImageLimitDetail =
+  | {
+      /** The decoded input (all frames that would be decoded) is over the pixel budget. */
+      kind: 'input-pixels';
+      width: number;
+      height: number;
+      frames: number;
+      pixels: number;
+      limit: number;
+    }
+  | {
+      /** A resize would produce more pixels than the budget (e.g. cover on a sliver). */
+      kind: 'output-pixels';
+      width: number;
+      height: number;
+      frames: number;
+      pixels: number;
+      limit: number;
+    }
+  | {
+      /** The output format cannot hold an image this wide or tall. */
+      kind: 'format-dimensions';
+      format: OutputFormat;
+      width: number;
+      height: number;
+      maxDimension: number;
+    };
+
+function megapixels(pixels: number): string {
+  return `${(pixels / 1e6).toFixed(1)} megapixels`;
+}
+
+function describeSize(detail: { width: number; height: number; frames: number }): string {
+  return detail.frames > 1
+    ? `${detail.frames} frames of ${detail.width}×${detail.height}`
+    : `${detail.width}×${detail.height}`;
+}
+
+function limitMessage(detail: ImageLimitDetail): string {
+  switch (detail.kind) {
+    case 'input-pixels':
+      return `Image is ${describeSize(detail)} (${megapixels(detail.pixels)}), over the limit of ${megapixels(detail.limit)}`;
+    case 'output-pixels':
+      return `Resizing would produce ${describeSize(detail)} (${megapixels(detail.pixels)}), over the limit of ${megapixels(detail.limit)}`;
+    case 'format-dimensions':
+      return `${detail.format.toUpperCase()} output is limited to ${detail.maxDimension} pixels per side; the result would be ${detail.width}×${detail.height}`;
+  }
+}
+
+/** The image (or what the chain would make of it) is too large to process. */
+export class ImageLimitError extends ImageProcessingError {
+  readonly code = 'IMAGE_TOO_LARGE';
+  readonly detail: ImageLimitDetail;
+
+  constructor(detail: ImageLimitDetail) {
+    super(limitMessage(detail));
+    this.name = 'ImageLimitError';
+    this.detail = detail;
+  }
+}
+
+export type ImageDecodeFailure = 'corrupt' | 'unsupported-format';
+
+/** The input cannot be decoded: corrupt, truncated, or not a JPEG/PNG/WebP image. */
+export class ImageDecodeError extends ImageProcessingError {
+  readonly code = 'IMAGE_UNREADABLE';
+  readonly reason: ImageDecodeFailure;
+
+  constructor(reason: ImageDecodeFailure, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ImageDecodeError';
+    this.reason = reason;
+  }
+}
