@@ -1,6 +1,6 @@
 import { execFile as execFileCallback, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,6 +15,7 @@ export const TOOLS_BIN = join(TOOLS_DIR, 'bin');
 
 const toolsFile = z.object({
   debian: z.record(z.string(), z.object({ package: z.string(), expectVersion: z.string() })),
+  libraries: z.record(z.string(), z.object({ package: z.string() })),
   go: z.record(
     z.string(),
     z.object({
@@ -56,17 +57,22 @@ export async function provisionTools(
   await mkdir(TOOLS_BIN, { recursive: true });
 
   const debianTools = names.filter((name) => tools.debian[name] !== undefined);
-  const missingDebian = [];
+  const missingPackages: string[] = [];
   for (const name of debianTools) {
-    if (!(await linkSystemBinary(name))) missingDebian.push(name);
+    if (!(await linkSystemBinary(name))) missingPackages.push(tools.debian[name]!.package);
   }
-  if (missingDebian.length > 0) {
-    const packages = [...new Set(missingDebian.map((name) => tools.debian[name]!.package))];
+  for (const name of names.filter((candidate) => tools.libraries[candidate] !== undefined)) {
+    const packageName = tools.libraries[name]!.package;
+    if (!(await isDebianPackageInstalled(packageName))) missingPackages.push(packageName);
+  }
+  if (missingPackages.length > 0) {
+    const packages = [...new Set(missingPackages)];
     log(`Installing Debian packages: ${packages.join(', ')}`);
     await aptInstall(packages);
-    for (const name of missingDebian) {
-      if (!(await linkSystemBinary(name)))
+    for (const name of debianTools) {
+      if (!(await linkSystemBinary(name))) {
         throw new Error(`${name} is still missing after apt-get install`);
+      }
     }
   }
 
@@ -82,6 +88,17 @@ async function linkSystemBinary(name: string): Promise<boolean> {
   await rm(toolPath(name), { force: true });
   await symlink(found, toolPath(name));
   return true;
+}
+
+async function isDebianPackageInstalled(packageName: string): Promise<boolean> {
+  try {
+    // dpkg-query's own format syntax, not a template placeholder.
+    const statusFormat = ['-f=$', '{Status}'].join('');
+    const { stdout } = await execFile('dpkg-query', ['-W', statusFormat, packageName]);
+    return stdout.includes('install ok installed');
+  } catch {
+    return false;
+  }
 }
 
 async function which(name: string): Promise<string | undefined> {
@@ -136,19 +153,28 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
     cwd: TOOLS_DIR,
   });
   const moduleDir = z.object({ Dir: z.string() }).parse(JSON.parse(stdout)).Dir;
-  const sourceDir = join(TOOLS_DIR, 'src', `${name}@${tool.version}`);
+  // Private to this process: two provisioning runs at once (two test runs, a test run and
+  // npm start) each build in their own folder and install with an atomic rename.
+  const sourceDir = join(TOOLS_DIR, 'src', `${name}@${tool.version}.${process.pid}`);
+  const builtBinary = `${toolPath(name)}.${process.pid}.tmp`;
   await rm(sourceDir, { recursive: true, force: true });
   await cp(moduleDir, sourceDir, { recursive: true });
   await run(['chmod', '-R', 'u+w', sourceDir]);
   for (const [file, content] of Object.entries(tool.files ?? {})) {
     await writeFile(join(sourceDir, file), content);
   }
-  await run(['go', 'build', '-trimpath', '-o', toolPath(name), tool.package], {
-    env,
-    cwd: sourceDir,
-  });
-  await rm(sourceDir, { recursive: true, force: true });
-  await writeFile(stampFile, stamp);
+  try {
+    await run(['go', 'build', '-trimpath', '-o', builtBinary, tool.package], {
+      env,
+      cwd: sourceDir,
+    });
+    await rename(builtBinary, toolPath(name));
+    await writeFile(`${stampFile}.${process.pid}.tmp`, stamp);
+    await rename(`${stampFile}.${process.pid}.tmp`, stampFile);
+  } finally {
+    await rm(sourceDir, { recursive: true, force: true });
+    await rm(builtBinary, { force: true });
+  }
   log(`Built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapters/sharp-runtime';
 import {
   freePort,
   httpOk,
@@ -76,10 +78,11 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
   const supervised = await Promise.all(
     SERVICE_NAMES.map(async (name) => {
       const opsPort = await freePort();
+      const ownEnv = name === 'worker-image' ? imageWorkerAllocatorEnv() : {};
       return new SupervisedService(
         name,
         opsPort,
-        { ...shared, OPS_PORT: String(opsPort) },
+        { ...shared, ...ownEnv, OPS_PORT: String(opsPort) },
         options.onLine,
         () => stopping,
       );
@@ -115,6 +118,17 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
       await Promise.all(supervised.map((service) => service.stop()));
     },
   };
+}
+
+/**
+ * libvips on glibc's allocator fragments memory over long runs; the image worker preloads
+ * jemalloc (provisioned as libjemalloc2) as its container image does.
+ */
+function imageWorkerAllocatorEnv(): Record<string, string> {
+  const recommended = recommendedImageWorkerEnv();
+  return existsSync(recommended.LD_PRELOAD)
+    ? { ...recommended }
+    : { MALLOC_ARENA_MAX: recommended.MALLOC_ARENA_MAX };
 }
 
 class SupervisedService implements RunningService {

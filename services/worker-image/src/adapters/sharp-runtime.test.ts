@@ -73,6 +73,8 @@ describe('jemalloc detection', () => {
   });
 
   const preload = recommendedImageWorkerEnv().LD_PRELOAD;
+  // npm test provisions libjemalloc2 on Debian, so this runs here and in CI; it is skipped only
+  // where the library cannot exist (another distribution or architecture layout).
   it.skipIf(!existsSync(preload))(
     'reports jemalloc when the recommended env preloads it',
     async () => {
