@@ -1,5 +1,49 @@
 import { mongoEnv, natsEnv, serviceEnv } from '@tamp/kit';
 import { z } from 'zod';
+import { type PlanCatalog, planCatalog, planOverrides } from './domain/plans';
 
-export const configSchema = z.object({ ...serviceEnv, ...natsEnv, ...mongoEnv });
+/** `PLANS_JSON`, e.g. `{"free":{"creditsPerPeriod":500}}`: merged over the default plans. */
+const plansJson = z
+  .string()
+  .optional()
+  .transform((text, context): PlanCatalog => {
+    if (text === undefined || text.trim() === '') return planCatalog();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      context.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+    const overrides = planOverrides.safeParse(parsed);
+    if (!overrides.success) {
+      for (const issue of overrides.error.issues) {
+        context.addIssue({ code: 'custom', message: `${issue.path.join('.')}: ${issue.message}` });
+      }
+      return z.NEVER;
+    }
+    return planCatalog(overrides.data);
+  });
+
+/** Optional AES-256 key (base64 of 32 bytes) sealing webhook secrets at rest. */
+const encryptionKey = z
+  .string()
+  .optional()
+  .transform((text, context): Buffer | null => {
+    if (text === undefined || text === '') return null;
+    const key = Buffer.from(text, 'base64');
+    if (key.length !== 32) {
+      context.addIssue({ code: 'custom', message: 'must be base64 of exactly 32 bytes' });
+      return z.NEVER;
+    }
+    return key;
+  });
+
+export const configSchema = z.object({
+  ...serviceEnv,
+  ...natsEnv,
+  ...mongoEnv,
+  PLANS_JSON: plansJson,
+  SECRETS_ENCRYPTION_KEY: encryptionKey,
+});
 export type Config = z.output<typeof configSchema>;

@@ -1,12 +1,24 @@
 import { runService } from '@tamp/kit';
+import { BILLING_INDEXES } from './adapters/documents';
 import { configSchema } from './config';
+import { startBilling } from './service';
 
 await runService({
   name: 'billing',
   configSchema,
   async start(context) {
     const { config } = context;
-    await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
-    await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE);
+    const { nats, topology } = await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
+    const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, BILLING_INDEXES);
+    const billing = await startBilling({
+      nats,
+      topology,
+      db,
+      plans: config.PLANS_JSON,
+      logger: context.logger,
+      secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
+    });
+    // Registered after NATS and Mongo, so it runs before they close: stop taking work first.
+    context.shutdown.register('billing', () => billing.stop());
   },
 });

@@ -1,21 +1,32 @@
-import { runService } from '@tamp/kit';
-import { buildAdminApp, buildPublicApp } from './app';
+import { objectStoreConfigFrom, runService } from '@tamp/kit';
 import { configSchema } from './config';
+import { startGateway } from './service';
 
 await runService({
   name: 'gateway',
   configSchema,
   async start(context) {
     const { config, logger } = context;
-    await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
-
-    const publicApp = await buildPublicApp({ logger });
-    const adminApp = await buildAdminApp({ logger: logger.child({ api: 'admin' }) });
-    await publicApp.listen({ port: config.PORT, host: config.HOST });
-    await adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
-    // Registered after NATS, so HTTP intake stops before the NATS connection drains.
-    context.shutdown.register('http', async () => {
-      await Promise.all([publicApp.close(), adminApp.close()]);
+    const { nats, topology, rpc } = await context.connectNats(
+      config.NATS_URL,
+      config.NATS_NAMESPACE,
+    );
+    const objectStore = await context.openObjectStore(objectStoreConfigFrom(config));
+    if (config.ADMIN_TOKEN === undefined) {
+      logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
+    }
+    const gateway = await startGateway({
+      logger,
+      nats,
+      topology,
+      rpc,
+      objectStore,
+      adminToken: config.ADMIN_TOKEN,
+      authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
     });
+    await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
+    await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
+    // Registered after NATS, so HTTP intake stops before the NATS connection drains.
+    context.shutdown.register('http', () => gateway.close());
   },
 });

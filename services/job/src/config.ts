@@ -1,5 +1,55 @@
 import { mongoEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { LIMITS } from '@tamp/proto';
 import { z } from 'zod';
+import type { JobSettings } from './context';
 
-export const configSchema = z.object({ ...serviceEnv, ...natsEnv, ...mongoEnv, ...s3Env });
+/** Defaults of every tunable; tests override single values. */
+export const DEFAULT_JOB_SETTINGS: JobSettings = {
+  // DECISIONS "Jobs": exponential backoff with a 2 s base.
+  retryBaseMs: 2_000,
+  inlineReplyTimeoutMs: LIMITS.inlineReplyTimeoutMs,
+  sweepIntervalMs: 30_000,
+  reconcileAfterMs: 30_000,
+  idempotencyStaleMs: 30_000,
+  // Below the gateway's 5 s service-call timeout, so a waiting twin answers instead of timing out.
+  idempotencyWaitMs: 4_000,
+  // Only guards integrity (a forged cursor can only reach the caller's own jobs); set a secret
+  // in production anyway, the same on every replica.
+  cursorSecret: 'tamp-job-list-cursor-v1',
+};
+
+const milliseconds = z.coerce.number().int().nonnegative();
+
+export const configSchema = z.object({
+  ...serviceEnv,
+  ...natsEnv,
+  ...mongoEnv,
+  ...s3Env,
+  /** Retry backoff base: attempt n waits base × 2^(n-1). */
+  JOB_RETRY_BASE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.retryBaseMs),
+  /** How long an inline worker may take before the job is queued instead (spec: 10 s). */
+  JOB_INLINE_TIMEOUT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.inlineReplyTimeoutMs),
+  /** How often retention, key expiry and the outbox reconciler run; 0 turns them off. */
+  JOB_SWEEP_INTERVAL_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.sweepIntervalMs),
+  /** Age after which unconfirmed publishes, refunds and events are redone. */
+  JOB_RECONCILE_AFTER_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.reconcileAfterMs),
+  /** Age after which an idempotency claim without its job counts as orphaned. */
+  JOB_IDEMPOTENCY_STALE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyStaleMs),
+  /** How long a concurrent twin of a keyed request waits for the claimed job. */
+  JOB_IDEMPOTENCY_WAIT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyWaitMs),
+  /** HMAC key of list cursors. */
+  JOB_CURSOR_SECRET: z.string().min(16).default(DEFAULT_JOB_SETTINGS.cursorSecret),
+});
 export type Config = z.output<typeof configSchema>;
+
+export function jobSettingsFrom(config: Config): JobSettings {
+  return {
+    retryBaseMs: config.JOB_RETRY_BASE_MS,
+    inlineReplyTimeoutMs: config.JOB_INLINE_TIMEOUT_MS,
+    sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
+    reconcileAfterMs: config.JOB_RECONCILE_AFTER_MS,
+    idempotencyStaleMs: config.JOB_IDEMPOTENCY_STALE_MS,
+    idempotencyWaitMs: config.JOB_IDEMPOTENCY_WAIT_MS,
+    cursorSecret: config.JOB_CURSOR_SECRET,
+  };
+}

@@ -1,13 +1,29 @@
 import { objectStoreConfigFrom, runService } from '@tamp/kit';
-import { configSchema } from './config';
+import { JOB_INDEXES } from './adapters/job-repository';
+import { configSchema, jobSettingsFrom } from './config';
+import { startJobService } from './service';
 
 await runService({
   name: 'job',
   configSchema,
   async start(context) {
-    const { config } = context;
-    await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
-    await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE);
-    await context.openObjectStore(objectStoreConfigFrom(config));
+    const { config, logger } = context;
+    const { nats, topology, rpc } = await context.connectNats(
+      config.NATS_URL,
+      config.NATS_NAMESPACE,
+    );
+    const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, JOB_INDEXES);
+    const store = await context.openObjectStore(objectStoreConfigFrom(config));
+    const service = await startJobService({
+      db,
+      nats,
+      topology,
+      rpc,
+      store,
+      logger,
+      settings: jobSettingsFrom(config),
+    });
+    // Registered after NATS, so it runs before NATS drains: stop taking requests first.
+    context.shutdown.register('job-service', () => service.stop());
   },
 });

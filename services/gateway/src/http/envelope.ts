@@ -15,6 +15,9 @@ export function requestIdFor(request: {
     : randomUUID();
 }
 
+/** Seconds a client should wait before retrying when a dependency is down. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 export function sendError(
   reply: FastifyReply,
   code: ErrorCode,
@@ -22,6 +25,9 @@ export function sendError(
   details?: unknown,
 ): FastifyReply {
   const error = new ServiceError(code, message, details);
+  if (code === 'UNAVAILABLE' && !reply.hasHeader('retry-after')) {
+    reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  }
   return reply.status(error.httpStatus).send({ success: false, error: error.toJSON() });
 }
 
@@ -36,9 +42,40 @@ export const envelopePlugin = fp(
       reply.header('x-request-id', request.id);
     });
 
-    app.setNotFoundHandler((request, reply) =>
-      sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
-    );
+    // Known path, wrong method → 405 with Allow: every route pattern and its methods.
+    const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+    app.addHook('onRoute', (route) => {
+      if (route.url.includes('*')) return;
+      let entry = routes.get(route.url);
+      if (entry === undefined) {
+        const source = route.url
+          .split('/')
+          .map((part) =>
+            part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+          )
+          .join('/');
+        entry = { pattern: new RegExp(`^${source}/?$`), methods: new Set() };
+        routes.set(route.url, entry);
+      }
+      for (const method of [route.method].flat()) entry.methods.add(method);
+    });
+
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0] ?? '/';
+      const allowed = new Set<string>();
+      for (const { pattern, methods } of routes.values()) {
+        if (pattern.test(path)) for (const method of methods) allowed.add(method);
+      }
+      if (allowed.size > 0 && !allowed.has(request.method)) {
+        reply.header('allow', [...allowed].sort().join(', '));
+        return sendError(
+          reply,
+          'METHOD_NOT_ALLOWED',
+          `${request.method} is not allowed on ${path}; allowed: ${[...allowed].sort().join(', ')}`,
+        );
+      }
+      return sendError(reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
+    });
 
     app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       if (error instanceof ServiceError) {
@@ -50,7 +87,10 @@ export const envelopePlugin = fp(
           'VALIDATION_ERROR',
           'The request is invalid',
           error.validation.map((issue) => ({
-            path: `${error.validationContext ?? 'body'}${issue.instancePath.replaceAll('/', '.')}`,
+            path: `${error.validationContext ?? 'body'}${issue.instancePath.replaceAll('/', '.')}`.replace(
+              /\.$/,
+              '',
+            ),
             message: issue.message ?? 'is invalid',
           })),
         );

@@ -136,7 +136,15 @@ export class DeliveryStore {
   async release(id: string, claimId: string, nextAttemptAt: Date, now: Date): Promise<boolean> {
     const result = await this.deliveries.updateOne(
       { _id: id, status: 'delivering', claimId },
-      { $set: { status: 'scheduled', nextAttemptAt, leaseUntil: null, claimId: null, updatedAt: now } },
+      {
+        $set: {
+          status: 'scheduled',
+          nextAttemptAt,
+          leaseUntil: null,
+          claimId: null,
+          updatedAt: now,
+        },
+      },
     );
     return result.modifiedCount === 1;
   }

@@ -1,0 +1,88 @@
+import type { IndexSpecification } from '@tamp/kit';
+import type { Pipeline, Plan } from '@tamp/proto';
+import type { CreditMovement } from '../domain/credit-movement';
+
+export const COLLECTIONS = {
+  accounts: 'accounts',
+  apiKeys: 'api_keys',
+  ledger: 'ledger',
+  usage: 'usage',
+} as const;
+
+/** A posting applied to an account's balances whose ledger entry may not record it yet. */
+export interface PostingMarker extends CreditMovement {
+  periodStart: Date;
+}
+
+export interface AccountDocument {
+  _id: string;
+  plan: Plan;
+  webhookUrl: string | null;
+  /** `whsec_…`, sealed when an encryption key is configured. */
+  webhookSecret: string;
+  billingCycleAnchor: Date | null;
+  createdAt: Date;
+  /** Start of the period `allowanceRemaining` belongs to; moving it is the rollover. */
+  periodStart: Date;
+  allowanceRemaining: number;
+  grantedRemaining: number;
+  /** Bumped by every update of the account, so a read can be used as an optimistic guard. */
+  version: number;
+  /** Keyed by `<kind>_<id>`, see CreditBook. */
+  postings: Record<string, PostingMarker>;
+}
+
+export interface ApiKeyDocument {
+  _id: string;
+  /** SHA-256 (hex) of the full key; the key itself is never stored. */
+  hash: string;
+  accountId: string;
+  displayPrefix: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export type LedgerKind = 'reserve' | 'refund' | 'grant' | 'period';
+
+export interface LedgerEntry {
+  /** Deterministic: `reserve:<jobId>`, `refund:<jobId>`, `grant:<uuid>`, `period:<acct>:<start>`. */
+  _id: string;
+  kind: LedgerKind;
+  accountId: string;
+  jobId: string | null;
+  /** Credits asked for (reserve, grant) or the period allowance set (period). */
+  credits: number;
+  /** `pending` until the movement below is known to be applied to the account. */
+  state: 'pending' | 'applied';
+  /** Signed changes of the two buckets, set when applied. */
+  allowance: number | null;
+  granted: number | null;
+  periodStart: Date | null;
+  createdAt: Date;
+  appliedAt: Date | null;
+}
+
+export interface UsageDocument {
+  /** The job id: one usage record per completed job, however often the event arrives. */
+  _id: string;
+  accountId: string;
+  pipeline: Pipeline;
+  inputBytes: number;
+  audioSeconds: number;
+  megapixels: number;
+  characters: number;
+  completedAt: Date;
+}
+
+export const BILLING_INDEXES: IndexSpecification[] = [
+  { collection: COLLECTIONS.apiKeys, name: 'hash_unique', keys: { hash: 1 }, unique: true },
+  { collection: COLLECTIONS.apiKeys, name: 'account', keys: { accountId: 1, createdAt: 1 } },
+  { collection: COLLECTIONS.ledger, name: 'account', keys: { accountId: 1, createdAt: 1 } },
+  { collection: COLLECTIONS.usage, name: 'account_period', keys: { accountId: 1, completedAt: 1 } },
+];
+
+export function isDuplicateKeyError(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000
+  );
+}

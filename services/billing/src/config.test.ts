@@ -1,0 +1,41 @@
+import { MB } from '@tamp/proto';
+import { describe, expect, it } from 'vitest';
+import { configSchema } from './config';
+
+const base = { NATS_URL: 'nats://127.0.0.1:4222', MONGO_URL: 'mongodb://127.0.0.1:27017' };
+
+describe('billing configuration', () => {
+  it('uses the decided plans by default', () => {
+    const config = configSchema.parse(base);
+    expect(config.PLANS_JSON).toEqual({
+      free: { maxUploadBytes: 25 * MB, creditsPerPeriod: 100, rateLimitPerMinute: 60 },
+      pro: { maxUploadBytes: 100 * MB, creditsPerPeriod: 10_000, rateLimitPerMinute: 600 },
+    });
+    expect(config.SECRETS_ENCRYPTION_KEY).toBeNull();
+  });
+
+  it('merges PLANS_JSON over the defaults', () => {
+    const config = configSchema.parse({
+      ...base,
+      PLANS_JSON: JSON.stringify({ free: { creditsPerPeriod: 500 } }),
+    });
+    expect(config.PLANS_JSON.free).toEqual({
+      maxUploadBytes: 25 * MB,
+      creditsPerPeriod: 500,
+      rateLimitPerMinute: 60,
+    });
+    expect(config.PLANS_JSON.pro.creditsPerPeriod).toBe(10_000);
+  });
+
+  it('rejects bad PLANS_JSON and bad encryption keys', () => {
+    for (const PLANS_JSON of ['{', '{"gold":{}}', '{"free":{"maxUploadBytes":-1}}']) {
+      expect(configSchema.safeParse({ ...base, PLANS_JSON }).success).toBe(false);
+    }
+    const short = Buffer.alloc(16).toString('base64');
+    expect(configSchema.safeParse({ ...base, SECRETS_ENCRYPTION_KEY: short }).success).toBe(false);
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(
+      configSchema.parse({ ...base, SECRETS_ENCRYPTION_KEY: key }).SECRETS_ENCRYPTION_KEY,
+    ).toEqual(Buffer.alloc(32, 7));
+  });
+});

@@ -1,0 +1,374 @@
+import { randomBytes } from 'node:crypto';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  connectMongo,
+  connectNats,
+  type MongoClient,
+  type NatsConnection,
+  provisionIndexes,
+  provisionTopology,
+  Rpc,
+} from '@tamp/kit';
+import {
+  billingEndpoints,
+  createTopology,
+  type JobEvent,
+  MB,
+  newId,
+  ServiceError,
+  type Topology,
+} from '@tamp/proto';
+import type { Db } from 'mongodb';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { type AccountDocument, BILLING_INDEXES, type LedgerEntry } from './adapters/documents';
+import { planCatalog } from './domain/plans';
+import { startBilling } from './service';
+
+const infrastructure = isolatedInfrastructure();
+const logger = pino({ level: 'silent' });
+const JANUARY = new Date('2025-01-15T12:00:00Z');
+let clock = JANUARY;
+let serverNats: NatsConnection;
+let clientNats: NatsConnection;
+let mongo: MongoClient;
+let db: Db;
+let topology: Topology;
+let rpc: Rpc;
+let billing: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  topology = createTopology(infrastructure.namespace);
+  serverNats = await connectNats({ url: infrastructure.natsUrl, name: 'billing', logger });
+  clientNats = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
+  await provisionTopology(serverNats, topology);
+  const connection = await connectMongo({
+    url: infrastructure.mongoUrl,
+    database: infrastructure.database,
+    appName: 'billing',
+  });
+  mongo = connection.client;
+  db = connection.db;
+  await provisionIndexes(db, BILLING_INDEXES);
+  billing = await startBilling({
+    nats: serverNats,
+    topology,
+    db,
+    plans: planCatalog(),
+    logger,
+    secretsEncryptionKey: randomBytes(32),
+    now: () => clock,
+  });
+  rpc = new Rpc(clientNats, topology, logger);
+});
+
+afterAll(async () => {
+  await billing?.stop();
+  await Promise.all([serverNats?.close(), clientNats?.close(), mongo?.close()]);
+});
+
+const call: Rpc['call'] = (endpoint, request) => rpc.call(endpoint, request, { timeoutMs: 30_000 });
+
+async function failure(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => new Error('expected a failure'),
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ServiceError);
+  return error as ServiceError;
+}
+
+async function balance(accountId: string) {
+  const account = await db.collection<AccountDocument>('accounts').findOne({ _id: accountId });
+  return { allowance: account?.allowanceRemaining, granted: account?.grantedRemaining };
+}
+
+const reserve = (accountId: string, jobId: string, credits: number) =>
+  call(billingEndpoints.reserveCredits, { accountId, jobId, pipeline: 'image', credits });
+
+/** Waits until the `billing` consumer has acknowledged everything published so far. */
+async function eventsSettled(): Promise<void> {
+  const manager = await jetstreamManager(clientNats);
+  await expect
+    .poll(
+      async () => {
+        const info = await manager.consumers.info(topology.streams.events.name, 'billing');
+        return info.num_pending + info.num_ack_pending;
+      },
+      { timeout: 20_000, interval: 100 },
+    )
+    .toBe(0);
+}
+
+function jobEvent(
+  accountId: string,
+  kind: 'job.completed' | 'job.failed',
+  overrides: Partial<JobEvent> = {},
+): JobEvent {
+  const completed = kind === 'job.completed';
+  return {
+    event: kind,
+    jobId: newId('job'),
+    accountId,
+    pipeline: 'text',
+    status: completed ? 'completed' : 'failed',
+    inline: false,
+    webhookUrl: null,
+    result: null,
+    error: completed ? null : 'boom',
+    usage: completed ? { inputBytes: 10 } : null,
+    createdAt: clock.toISOString(),
+    completedAt: clock.toISOString(),
+    ...overrides,
+  };
+}
+
+async function publish(event: JobEvent, msgID = `${event.jobId}:${event.event}`) {
+  const subject =
+    event.event === 'job.completed'
+      ? topology.subjects.events.completed
+      : topology.subjects.events.failed;
+  await jetstream(clientNats).publish(subject, JSON.stringify(event), { msgID });
+}
+
+describe('accounts and keys', () => {
+  it('authenticates the key returned at creation, with the plan limits', async () => {
+    const free = await call(billingEndpoints.createAccount, {});
+    expect(free.accountId).toMatch(/^acct_/);
+    expect(free.apiKey).toMatch(/^sk_live_[0-9A-Za-z]{43}$/);
+    expect(free.webhookSecret).toMatch(/^whsec_/);
+    expect(await call(billingEndpoints.authenticate, { apiKey: free.apiKey })).toEqual({
+      accountId: free.accountId,
+      plan: 'free',
+      maxUploadBytes: 25 * MB,
+      rateLimitPerMinute: 60,
+      keyId: expect.stringMatching(/^key_/),
+    });
+    const pro = await call(billingEndpoints.createAccount, { plan: 'pro' });
+    expect(await call(billingEndpoints.authenticate, { apiKey: pro.apiKey })).toMatchObject({
+      plan: 'pro',
+      maxUploadBytes: 100 * MB,
+      rateLimitPerMinute: 600,
+    });
+    const upgraded = await call(billingEndpoints.updateAccount, {
+      accountId: free.accountId,
+      plan: 'pro',
+      webhookUrl: 'https://example.com/hook',
+    });
+    expect(upgraded).toMatchObject({ plan: 'pro', maxUploadBytes: 100 * MB });
+    expect(await call(billingEndpoints.getAccount, { accountId: free.accountId })).toMatchObject({
+      webhookUrl: 'https://example.com/hook',
+      webhookSecret: free.webhookSecret,
+      billingCycleAnchor: null,
+    });
+  });
+
+  it('keeps several keys active, and refuses revoked, unknown and malformed ones', async () => {
+    const account = await call(billingEndpoints.createAccount, {});
+    const second = await call(billingEndpoints.createKey, { accountId: account.accountId });
+    const { keys } = await call(billingEndpoints.listKeys, { accountId: account.accountId });
+    expect(keys).toHaveLength(2);
+    expect(keys.map((key) => key.displayPrefix)).toEqual([
+      account.apiKey.slice(0, 12),
+      second.apiKey.slice(0, 12),
+    ]);
+    const revoked = await call(billingEndpoints.revokeKey, { keyId: second.keyId });
+    expect(revoked.revokedAt).not.toBeNull();
+    expect(
+      (await failure(call(billingEndpoints.authenticate, { apiKey: second.apiKey }))).code,
+    ).toBe('UNAUTHORIZED');
+    expect(await call(billingEndpoints.authenticate, { apiKey: account.apiKey })).toMatchObject({
+      accountId: account.accountId,
+    });
+    const unknown = `sk_live_${'A'.repeat(43)}`;
+    for (const apiKey of [unknown, 'sk_live_short', '', `${account.apiKey}x`]) {
+      expect((await failure(call(billingEndpoints.authenticate, { apiKey }))).code).toBe(
+        'UNAUTHORIZED',
+      );
+    }
+    expect((await failure(call(billingEndpoints.revokeKey, { keyId: newId('apiKey') }))).code).toBe(
+      'NOT_FOUND',
+    );
+  });
+
+  it('stores only the hash of keys and a sealed webhook secret', async () => {
+    const account = await call(billingEndpoints.createAccount, {});
+    const extra = await call(billingEndpoints.createKey, { accountId: account.accountId });
+    const stored = JSON.stringify(
+      await Promise.all(
+        ['accounts', 'api_keys', 'ledger', 'usage'].map((name) =>
+          db.collection(name).find({}).toArray(),
+        ),
+      ),
+    );
+    for (const apiKey of [account.apiKey, extra.apiKey]) {
+      expect(stored).not.toContain(apiKey);
+      expect(stored).not.toContain(apiKey.slice(8));
+    }
+    expect(stored).not.toContain(account.webhookSecret.slice(6));
+    const key = await db.collection('api_keys').findOne({ _id: extra.keyId as never });
+    expect(key?.hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('credits', () => {
+  it('lets exactly the available credits through 200 concurrent reservations', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 100 });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 200 }, () => reserve(accountId, newId('job'), 1)),
+    );
+    const succeeded = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const codes = outcomes.flatMap((outcome) =>
+      outcome.status === 'rejected' ? [(outcome.reason as ServiceError).code] : [],
+    );
+    expect(succeeded).toHaveLength(100);
+    expect(codes).toEqual(Array(100).fill('INSUFFICIENT_CREDITS'));
+    expect(await balance(accountId)).toEqual({ allowance: 0, granted: 0 });
+  });
+
+  it('charges a replayed reservation once, and takes nothing when short', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const jobId = newId('job');
+    expect(await reserve(accountId, jobId, 4)).toEqual({ reserved: 4, replayed: false });
+    const replays = await Promise.all([1, 2, 3].map(() => reserve(accountId, jobId, 4)));
+    expect(replays).toEqual(Array(3).fill({ reserved: 4, replayed: true }));
+    expect(await balance(accountId)).toEqual({ allowance: 6, granted: 0 });
+    const short = await failure(reserve(accountId, newId('job'), 7));
+    expect(short.code).toBe('INSUFFICIENT_CREDITS');
+    expect(short.httpStatus).toBe(402);
+    expect(await balance(accountId)).toEqual({ allowance: 6, granted: 0 });
+  });
+
+  it('takes the allowance before granted credits and refunds each bucket once', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 2 });
+    expect(await call(billingEndpoints.addCredits, { accountId, credits: 3 })).toEqual({
+      accountId,
+      grantedCredits: 3,
+    });
+    const jobId = newId('job');
+    await reserve(accountId, jobId, 4);
+    expect(await balance(accountId)).toEqual({ allowance: 0, granted: 1 });
+    const entry = await db.collection<LedgerEntry>('ledger').findOne({ _id: `reserve:${jobId}` });
+    expect(entry).toMatchObject({ state: 'applied', allowance: -2, granted: -2 });
+    const refund = { accountId, jobId };
+    expect(await call(billingEndpoints.refundCredits, refund)).toEqual({
+      refunded: 4,
+      replayed: false,
+    });
+    expect(await call(billingEndpoints.refundCredits, refund)).toEqual({
+      refunded: 4,
+      replayed: true,
+    });
+    expect(await balance(accountId)).toEqual({ allowance: 2, granted: 3 });
+  });
+
+  it('resets the allowance at the period rollover and keeps granted credits', async () => {
+    try {
+      const { accountId } = await call(billingEndpoints.createAccount, { credits: 5 });
+      await call(billingEndpoints.addCredits, { accountId, credits: 10 });
+      const januaryJob = newId('job');
+      await reserve(accountId, januaryJob, 7);
+      expect(await balance(accountId)).toEqual({ allowance: 0, granted: 8 });
+      clock = new Date('2025-02-03T00:00:00Z');
+      await reserve(accountId, newId('job'), 1);
+      expect(await balance(accountId)).toEqual({ allowance: 99, granted: 8 });
+      // January's allowance is gone with January; the granted part comes back.
+      expect(await call(billingEndpoints.refundCredits, { accountId, jobId: januaryJob })).toEqual({
+        refunded: 2,
+        replayed: false,
+      });
+      expect(await balance(accountId)).toEqual({ allowance: 99, granted: 10 });
+    } finally {
+      clock = JANUARY;
+    }
+  });
+
+  it('converges after a crash before or after the balance update', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const ledger = db.collection<LedgerEntry>('ledger');
+    const pending = (jobId: string): LedgerEntry => ({
+      _id: `reserve:${jobId}`,
+      kind: 'reserve',
+      accountId,
+      jobId,
+      credits: 3,
+      state: 'pending',
+      allowance: null,
+      granted: null,
+      periodStart: null,
+      createdAt: clock,
+      appliedAt: null,
+    });
+    // Died after the ledger insert, before the balance moved: the retry charges.
+    const beforeUpdate = newId('job');
+    await ledger.insertOne(pending(beforeUpdate));
+    expect(await reserve(accountId, beforeUpdate, 3)).toEqual({ reserved: 3, replayed: false });
+    expect(await balance(accountId)).toEqual({ allowance: 7, granted: 0 });
+    // Died after the balance moved, before the ledger said so: the retry charges nothing.
+    const afterUpdate = newId('job');
+    await ledger.insertOne(pending(afterUpdate));
+    const periodStart = new Date('2025-01-01T00:00:00Z');
+    await db.collection<AccountDocument>('accounts').updateOne(
+      { _id: accountId },
+      {
+        $inc: { allowanceRemaining: -3, version: 1 },
+        $set: { [`postings.reserve_${afterUpdate}`]: { allowance: -3, granted: 0, periodStart } },
+      },
+    );
+    expect(await reserve(accountId, afterUpdate, 3)).toEqual({ reserved: 3, replayed: true });
+    expect(await balance(accountId)).toEqual({ allowance: 4, granted: 0 });
+    expect(await ledger.findOne({ _id: `reserve:${afterUpdate}` })).toMatchObject({
+      state: 'applied',
+      allowance: -3,
+    });
+  });
+});
+
+describe('job events', () => {
+  it('refunds a failed job once, however often the event is delivered', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const jobId = newId('job');
+    await reserve(accountId, jobId, 3);
+    const failed = jobEvent(accountId, 'job.failed', { jobId, inline: true });
+    await publish(failed);
+    await publish(failed, `${jobId}:job.failed:again`);
+    await publish(failed); // same msgID: deduplicated by the stream
+    await eventsSettled();
+    expect(await balance(accountId)).toEqual({ allowance: 10, granted: 0 });
+    expect(await db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(1);
+  });
+
+  it('sums usage of completed jobs in the current period, once per job', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const audio = jobEvent(accountId, 'job.completed', {
+      pipeline: 'audio',
+      usage: { inputBytes: 1000, audioSeconds: 90.5 },
+    });
+    const image = jobEvent(accountId, 'job.completed', {
+      pipeline: 'image',
+      usage: { inputBytes: 2000, megapixels: 1.23456 },
+    });
+    const text = jobEvent(accountId, 'job.completed', {
+      usage: { inputBytes: 300, characters: 280 },
+    });
+    const secondText = jobEvent(accountId, 'job.completed', {
+      usage: { inputBytes: 20, characters: 20 },
+    });
+    const december = jobEvent(accountId, 'job.completed', {
+      completedAt: '2024-12-31T23:59:59.000Z',
+      usage: { inputBytes: 5, characters: 5 },
+    });
+    const failed = jobEvent(accountId, 'job.failed');
+    for (const event of [audio, image, text, secondText, december, failed]) await publish(event);
+    await publish(image, `${image.jobId}:job.completed:again`);
+    await eventsSettled();
+    expect(await call(billingEndpoints.getUsage, { accountId })).toEqual({
+      period: { start: '2025-01-01T00:00:00.000Z', end: '2025-02-01T00:00:00.000Z' },
+      audio: { requests: 1, inputBytes: 1000, minutes: 1.508 },
+      text: { requests: 2, inputBytes: 320, characters: 300 },
+      image: { requests: 1, inputBytes: 2000, megapixels: 1.235 },
+      video: { requests: 0, inputBytes: 0, minutes: 0 },
+    });
+  });
+});

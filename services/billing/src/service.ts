@@ -1,0 +1,141 @@
+import type { Subscription } from '@nats-io/nats-core';
+import { type NatsConnection, Rpc } from '@tamp/kit';
+import { billingEndpoints, newId, ServiceError, type Topology } from '@tamp/proto';
+import type { Db } from 'mongodb';
+import type { Logger } from 'pino';
+import { AccountStore } from './adapters/account-store';
+import { CreditBook } from './adapters/credit-book';
+import type { AccountDocument, ApiKeyDocument } from './adapters/documents';
+import { consumeJobEvents } from './adapters/job-event-consumer';
+import { KeyStore } from './adapters/key-store';
+import { UsageStore } from './adapters/usage-store';
+import { billingPeriodAt } from './domain/billing-period';
+import type { PlanCatalog } from './domain/plans';
+import { usageSummary } from './domain/usage-summary';
+import { generateWebhookSecret, SecretSealer } from './domain/webhook-secret';
+
+export interface BillingDependencies {
+  nats: NatsConnection;
+  topology: Topology;
+  /** Must be owned by this service alone (see kit's connectMongo on FerretDB). */
+  db: Db;
+  plans: PlanCatalog;
+  logger: Logger;
+  /** Seals webhook secrets at rest (AES-256-GCM); null stores them plain. */
+  secretsEncryptionKey?: Buffer | null;
+  /** The time periods and records are based on; tests move it. */
+  now?: () => Date;
+}
+
+/** Serves every billing endpoint and consumes job events; `stop` drains both. */
+export async function startBilling(
+  dependencies: BillingDependencies,
+): Promise<{ stop(): Promise<void> }> {
+  const { db, plans, logger } = dependencies;
+  const now = dependencies.now ?? (() => new Date());
+  const sealer = new SecretSealer(dependencies.secretsEncryptionKey ?? null);
+  const accounts = new AccountStore(db, plans, now);
+  const credits = new CreditBook(db, accounts, now);
+  const keys = new KeyStore(db, now);
+  const usage = new UsageStore(db);
+  const rpc = new Rpc(dependencies.nats, dependencies.topology, logger);
+
+  const accountView = (account: AccountDocument) => ({
+    accountId: account._id,
+    plan: account.plan,
+    maxUploadBytes: plans[account.plan].maxUploadBytes,
+    rateLimitPerMinute: plans[account.plan].rateLimitPerMinute,
+    webhookUrl: account.webhookUrl,
+    webhookSecret: sealer.open(account.webhookSecret),
+    billingCycleAnchor: account.billingCycleAnchor?.toISOString() ?? null,
+    createdAt: account.createdAt.toISOString(),
+  });
+  const keyView = (key: ApiKeyDocument) => ({
+    keyId: key._id,
+    accountId: key.accountId,
+    displayPrefix: key.displayPrefix,
+    createdAt: key.createdAt.toISOString(),
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+  });
+
+  const subscriptions: Subscription[] = [
+    rpc.serve(billingEndpoints.authenticate, async ({ apiKey }) => {
+      const key = await keys.verify(apiKey);
+      // A key whose account is gone authenticates nobody.
+      const account = await accounts.find(key.accountId).catch((error: unknown) => {
+        if (error instanceof ServiceError && error.code === 'NOT_FOUND') {
+          throw new ServiceError('UNAUTHORIZED', 'The API key is missing, invalid or revoked');
+        }
+        throw error;
+      });
+      const limits = plans[account.plan];
+      return {
+        accountId: account._id,
+        plan: account.plan,
+        maxUploadBytes: limits.maxUploadBytes,
+        rateLimitPerMinute: limits.rateLimitPerMinute,
+        keyId: key._id,
+      };
+    }),
+    rpc.serve(billingEndpoints.getAccount, async ({ accountId }) =>
+      accountView(await accounts.find(accountId)),
+    ),
+    rpc.serve(billingEndpoints.reserveCredits, (request) => credits.reserve(request)),
+    rpc.serve(billingEndpoints.refundCredits, (request) => credits.refund(request)),
+    rpc.serve(billingEndpoints.getUsage, async ({ accountId }) => {
+      const account = await accounts.find(accountId);
+      const period = billingPeriodAt(now(), account.billingCycleAnchor);
+      return usageSummary(period, await usage.totals(accountId, period));
+    }),
+    rpc.serve(billingEndpoints.createAccount, async (request) => {
+      const webhookSecret = generateWebhookSecret();
+      const account = await accounts.create({
+        accountId: newId('account'),
+        plan: request.plan,
+        webhookUrl: request.webhookUrl ?? null,
+        sealedWebhookSecret: sealer.seal(webhookSecret),
+        credits: request.credits,
+      });
+      const { apiKey } = await keys.create(account._id);
+      return { accountId: account._id, apiKey, webhookSecret };
+    }),
+    rpc.serve(billingEndpoints.updateAccount, async ({ accountId, ...changes }) =>
+      accountView(await accounts.update(accountId, changes)),
+    ),
+    rpc.serve(billingEndpoints.addCredits, async ({ accountId, credits: amount }) => ({
+      accountId,
+      grantedCredits: await credits.grant(accountId, amount),
+    })),
+    rpc.serve(billingEndpoints.createKey, async ({ accountId }) => {
+      await accounts.find(accountId);
+      return keys.create(accountId);
+    }),
+    rpc.serve(billingEndpoints.revokeKey, async ({ keyId }) => keyView(await keys.revoke(keyId))),
+    rpc.serve(billingEndpoints.listKeys, async ({ accountId }) => {
+      await accounts.find(accountId);
+      return { keys: (await keys.list(accountId)).map(keyView) };
+    }),
+  ];
+
+  const events = await consumeJobEvents({
+    nats: dependencies.nats,
+    topology: dependencies.topology,
+    logger,
+    async handle(event) {
+      if (event.event === 'job.failed') {
+        const refund = await credits.refund({ accountId: event.accountId, jobId: event.jobId });
+        logger.info({ jobId: event.jobId, ...refund }, 'failed job refunded');
+      } else {
+        await usage.recordCompleted(event);
+      }
+    },
+  });
+  await dependencies.nats.flush();
+
+  return {
+    async stop() {
+      await Promise.all(subscriptions.map((subscription) => subscription.drain()));
+      await events.stop();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import type { Rpc } from '@tamp/kit';
+import { type AccountLimits, billingEndpoints, ServiceError } from '@tamp/proto';
+import { LRUCache } from 'lru-cache';
+
+export type AuthenticatedAccount = AccountLimits & { keyId: string };
+
+/** Revocation must reach every replica within 5 s: cached answers live at most this long. */
+export const MAX_AUTH_CACHE_TTL_MS = 4_000;
+
+type CacheEntry = { account: AuthenticatedAccount } | { rejected: ServiceError };
+
+/**
+ * Verifies API keys with billing and caches the answer (positive and negative) for a short TTL,
+ * keyed by the key's SHA-256 so full keys are not kept in memory longer than a request.
+ * UNAVAILABLE is never cached.
+ */
+export class Authenticator {
+  private readonly cache: LRUCache<string, CacheEntry>;
+  private readonly inFlight = new Map<string, Promise<CacheEntry>>();
+
+  constructor(
+    private readonly rpc: Rpc,
+    options: { ttlMs?: number; maxEntries?: number } = {},
+  ) {
+    const ttl = Math.min(options.ttlMs ?? MAX_AUTH_CACHE_TTL_MS, MAX_AUTH_CACHE_TTL_MS);
+    this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl, ttlAutopurge: false });
+  }
+
+  async authenticate(apiKey: string): Promise<AuthenticatedAccount> {
+    const cacheKey = createHash('sha256').update(apiKey).digest('hex');
+    let entry = this.cache.get(cacheKey);
+    if (entry === undefined) {
+      let pending = this.inFlight.get(cacheKey);
+      if (pending === undefined) {
+        pending = this.lookup(apiKey).finally(() => this.inFlight.delete(cacheKey));
+        this.inFlight.set(cacheKey, pending);
+      }
+      entry = await pending;
+      this.cache.set(cacheKey, entry);
+    }
+    if ('rejected' in entry) throw entry.rejected;
+    return entry.account;
+  }
+
+  private async lookup(apiKey: string): Promise<CacheEntry> {
+    try {
+      return { account: await this.rpc.call(billingEndpoints.authenticate, { apiKey }) };
+    } catch (error) {
+      if (error instanceof ServiceError && error.code === 'UNAUTHORIZED') {
+        return { rejected: error };
+      }
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import { type KV, Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the current window ends. */
+  resetSeconds: number;
+}
+
+const WINDOW_MS = 60_000;
+const MAX_CAS_ATTEMPTS = 25;
+
+/**
+ * Fixed one-minute windows per account, counted in a JetStream KV bucket so every gateway
+ * replica shares the count: key `<accountId>.<window>`, incremented with create / update on
+ * the revision (compare-and-set). The bucket's max age (2 min) sweeps old windows; no
+ * per-message TTL is needed (nats-server 2.9 has none).
+ */
+export class KvRateLimiter {
+  private constructor(
+    private readonly kv: KV,
+    private readonly logger: Logger,
+    private readonly now: () => number,
+  ) {}
+
+  static async open(options: {
+    nats: NatsConnection;
+    bucket: string;
+    logger: Logger;
+    now?: () => number;
+  }): Promise<KvRateLimiter> {
+    const kv = await new Kvm(options.nats).create(options.bucket, {
+      history: 1,
+      ttl: 2 * WINDOW_MS,
+    });
+    return new KvRateLimiter(kv, options.logger, options.now ?? Date.now);
+  }
+
+  async hit(accountId: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.now();
+    const window = Math.floor(now / WINDOW_MS);
+    const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
+    const count = await this.increment(`${accountId}.${window}`);
+    if (count === undefined) {
+      // The counter store is unreachable: fail open rather than take the API down with it.
+      return { allowed: true, limit, remaining: limit, resetSeconds };
+    }
+    return {
+      allowed: count <= limit,
+      limit,
+      remaining: Math.max(0, limit - count),
+      resetSeconds,
+    };
+  }
+
+  private async increment(key: string): Promise<number | undefined> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      try {
+        const entry = await this.kv.get(key);
+        if (entry === null || entry.operation !== 'PUT') {
+          await this.kv.create(key, '1');
+          return 1;
+        }
+        const next = Number(entry.string()) + 1;
+        await this.kv.update(key, String(next), entry.revision);
+        return next;
+      } catch (error) {
+        if (isConflict(error)) continue;
+        this.logger.warn({ err: error }, 'rate limit store failed; allowing the request');
+        return undefined;
+      }
+    }
+    this.logger.warn({ key }, 'rate limit counter too contended; allowing the request');
+    return undefined;
+  }
+}
+
+function isConflict(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /wrong last sequence|key exists|10071/i.test(message);
+}

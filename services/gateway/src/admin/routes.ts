@@ -1,0 +1,115 @@
+import type { Rpc } from '@tamp/kit';
+import { billingEndpoints, PLANS, successEnvelope, webhookEndpoints } from '@tamp/proto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorResponses } from '../routes/errors';
+
+const webhookUrl = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);
+const idParams = z.object({ id: z.string().min(1).max(200) });
+
+/**
+ * The operators' API: thin mappings onto billing and webhook endpoints. Mounted under /admin on
+ * the admin app only; the admin-token plugin guards every route.
+ */
+export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rpc }) => {
+  const ok = <Data>(data: Data) => ({ success: true as const, data });
+
+  app.post(
+    '/accounts',
+    {
+      schema: {
+        body: z.strictObject({
+          plan: z.enum(PLANS).default('free'),
+          credits: z.number().int().nonnegative().optional(),
+          webhookUrl: webhookUrl.nullable().optional(),
+        }),
+        response: {
+          201: successEnvelope(billingEndpoints.createAccount.response),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(ok(await rpc.call(billingEndpoints.createAccount, request.body))),
+  );
+
+  app.get('/accounts/:id', { schema: { params: idParams } }, async (request) =>
+    ok(await rpc.call(billingEndpoints.getAccount, { accountId: request.params.id })),
+  );
+
+  app.patch(
+    '/accounts/:id',
+    {
+      schema: {
+        params: idParams,
+        body: z.strictObject({
+          plan: z.enum(PLANS).optional(),
+          webhookUrl: webhookUrl.nullable().optional(),
+        }),
+      },
+    },
+    async (request) =>
+      ok(
+        await rpc.call(billingEndpoints.updateAccount, {
+          accountId: request.params.id,
+          ...request.body,
+        }),
+      ),
+  );
+
+  app.post(
+    '/accounts/:id/credits',
+    {
+      schema: {
+        params: idParams,
+        body: z.strictObject({ credits: z.number().int().positive() }),
+      },
+    },
+    async (request) =>
+      ok(
+        await rpc.call(billingEndpoints.addCredits, {
+          accountId: request.params.id,
+          credits: request.body.credits,
+        }),
+      ),
+  );
+
+  app.post('/accounts/:id/keys', { schema: { params: idParams } }, async (request, reply) =>
+    reply
+      .status(201)
+      .send(ok(await rpc.call(billingEndpoints.createKey, { accountId: request.params.id }))),
+  );
+
+  app.get('/accounts/:id/keys', { schema: { params: idParams } }, async (request) =>
+    ok(await rpc.call(billingEndpoints.listKeys, { accountId: request.params.id })),
+  );
+
+  app.delete('/keys/:id', { schema: { params: idParams } }, async (request) =>
+    ok(await rpc.call(billingEndpoints.revokeKey, { keyId: request.params.id })),
+  );
+
+  app.get('/jobs/:id/deliveries', { schema: { params: idParams } }, async (request) =>
+    ok(await rpc.call(webhookEndpoints.listDeliveries, { jobId: request.params.id })),
+  );
+
+  app.post(
+    '/jobs/:id/redeliver',
+    {
+      schema: {
+        params: idParams,
+        body: z
+          .strictObject({ event: z.enum(['job.completed', 'job.failed']).optional() })
+          .optional(),
+      },
+    },
+    async (request, reply) =>
+      reply.status(202).send(
+        ok(
+          await rpc.call(webhookEndpoints.redeliver, {
+            jobId: request.params.id,
+            ...(request.body?.event !== undefined && { event: request.body.event }),
+          }),
+        ),
+      ),
+  );
+};

@@ -1,0 +1,88 @@
+import type { AccountLimits, jobEndpoints, Pipeline } from '@tamp/proto';
+import type { z } from 'zod';
+import type { InlineTextPlan } from './inline-text';
+import {
+  type AudioJobBody,
+  type ImageJobBody,
+  resolveChain,
+  type TextJobBody,
+} from './job-requests';
+import { requestHash } from './request-hash';
+
+export type CreateJobRequest = z.input<(typeof jobEndpoints)['createJob']['request']>;
+
+export interface CreateJobContext {
+  jobId: string;
+  account: Pick<AccountLimits, 'accountId' | 'maxUploadBytes'>;
+  idempotencyKey: string | undefined;
+}
+
+const ENDPOINTS: Record<Pipeline, string> = {
+  audio: 'POST /v1/audio',
+  image: 'POST /v1/image',
+  text: 'POST /v1/text',
+};
+
+function common(
+  pipeline: Pipeline,
+  body: { webhookUrl?: string | undefined },
+  context: CreateJobContext,
+) {
+  return {
+    jobId: context.jobId,
+    accountId: context.account.accountId,
+    webhookUrl: body.webhookUrl ?? null,
+    idempotencyKey: context.idempotencyKey ?? null,
+    requestHash: requestHash(ENDPOINTS[pipeline], body),
+    maxUploadBytes: context.account.maxUploadBytes,
+  };
+}
+
+/** POST /v1/audio → createJob: the resolved chain (preset expanded, encode last). */
+export function audioCreateJob(body: AudioJobBody, context: CreateJobContext): CreateJobRequest {
+  return {
+    ...common('audio', body, context),
+    pipeline: 'audio',
+    source: { kind: 'upload', uploadId: body.audioId },
+    operations: resolveChain('audio', body),
+  };
+}
+
+export function imageCreateJob(body: ImageJobBody, context: CreateJobContext): CreateJobRequest {
+  return {
+    ...common('image', body, context),
+    pipeline: 'image',
+    source: { kind: 'upload', uploadId: body.imageId },
+    operations: resolveChain('image', body),
+  };
+}
+
+/**
+ * POST /v1/text → createJob. `inline` is how the gateway handled `text` (see planInlineText):
+ * in the message, or stored at `storedKey` first.
+ */
+export function textCreateJob(
+  body: TextJobBody,
+  context: CreateJobContext,
+  inline: { plan: InlineTextPlan; storedKey: string } | undefined,
+): CreateJobRequest {
+  let source: CreateJobRequest['source'];
+  if (body.fileId !== undefined) {
+    source = { kind: 'upload', uploadId: body.fileId };
+  } else if (inline === undefined || inline.plan.kind === 'text') {
+    source = { kind: 'text', text: body.text ?? '' };
+  } else {
+    source = {
+      kind: 'stored-text',
+      key: inline.storedKey,
+      size: inline.plan.size,
+      characters: inline.plan.characters,
+    };
+  }
+  return {
+    ...common('text', body, context),
+    pipeline: 'text',
+    source,
+    operations: resolveChain('text', body),
+  };
+}

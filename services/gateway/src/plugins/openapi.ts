@@ -1,0 +1,38 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+
+/**
+ * OpenAPI 3.1 from the routes' zod schemas (the same ones that validate): the document at
+ * GET /openapi.json and a docs page at GET /docs. Both are public.
+ */
+export const openapiPlugin = fp(
+  async (app: FastifyInstance) => {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Tamp compression API',
+          version: '1.0.0',
+          description:
+            'Compress audio, images and text through jobs. Every response is an envelope ' +
+            '`{ success, data | error }` and carries `X-Request-Id`. Rate limits per account ' +
+            '(free 60/min, pro 600/min) are reported in `RateLimit-*` headers; over the limit ' +
+            'is 429 `RATE_LIMITED` with `Retry-After`.',
+        },
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'http', scheme: 'bearer', description: 'sk_live_… API key' },
+          },
+        },
+        security: [{ apiKey: [] }],
+      },
+      transform: jsonSchemaTransform,
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  },
+  { name: 'openapi' },
+);

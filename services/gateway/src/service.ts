@@ -1,0 +1,71 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { ObjectStore, Rpc } from '@tamp/kit';
+import type { Topology } from '@tamp/proto';
+import type { Logger } from 'pino';
+import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
+import { JobWaiters } from './adapters/job-waiters';
+import { KvRateLimiter } from './adapters/rate-limiter';
+import { buildAdminApp, buildPublicApp } from './app';
+
+export interface GatewayDependencies {
+  logger: Logger;
+  nats: NatsConnection;
+  topology: Topology;
+  rpc: Rpc;
+  objectStore: ObjectStore;
+  adminToken: string | undefined;
+  /** ≤ 4 s (revocation reaches every replica within 5 s); tests shorten it. */
+  authCacheTtlMs?: number;
+  createJobTimeoutMs?: number;
+}
+
+export interface Gateway {
+  publicApp: Awaited<ReturnType<typeof buildPublicApp>>;
+  adminApp: Awaited<ReturnType<typeof buildAdminApp>>;
+  waiters: JobWaiters;
+  /** Wakes long-polls, closes both apps, drops the notification subscription. */
+  close(): Promise<void>;
+}
+
+/** KV bucket of the rate-limit counters, namespaced like every stream. */
+export function rateLimitBucket(topology: Topology): string {
+  return topology.namespace === '' ? 'RATE_LIMITS' : `${topology.namespace}_RATE_LIMITS`;
+}
+
+/** Builds both apps (not listening) around one notification hub and one shared limiter. */
+export async function startGateway(dependencies: GatewayDependencies): Promise<Gateway> {
+  const { logger, nats, topology, rpc, objectStore } = dependencies;
+  const waiters = new JobWaiters(nats, topology, logger);
+  await waiters.start();
+  const limiter = await KvRateLimiter.open({ nats, bucket: rateLimitBucket(topology), logger });
+  const authenticator = new Authenticator(rpc, {
+    ttlMs: dependencies.authCacheTtlMs ?? MAX_AUTH_CACHE_TTL_MS,
+  });
+  const publicApp = await buildPublicApp({
+    logger,
+    rpc,
+    objectStore,
+    waiters,
+    authenticator,
+    limiter,
+    createJobTimeoutMs: dependencies.createJobTimeoutMs ?? 15_000,
+  });
+  // Long-polls answer at once when the server starts closing, instead of holding shutdown.
+  publicApp.addHook('preClose', async () => waiters.wakeAll());
+  const adminApp = await buildAdminApp({
+    logger: logger.child({ api: 'admin' }),
+    rpc,
+    adminToken: dependencies.adminToken,
+  });
+  await Promise.all([publicApp.ready(), adminApp.ready()]);
+  return {
+    publicApp,
+    adminApp,
+    waiters,
+    async close() {
+      waiters.wakeAll();
+      await Promise.all([publicApp.close(), adminApp.close()]);
+      await waiters.stop();
+    },
+  };
+}

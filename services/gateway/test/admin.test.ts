@@ -1,0 +1,150 @@
+import { execFile } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Harness } from './harness';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const TOKEN = 'test-admin-token-0123456789';
+const harness = new Harness();
+let adminUrl: string;
+
+beforeAll(async () => {
+  await harness.start();
+  adminUrl = await harness.gateways[0]!.adminApp.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(() => harness.stop());
+
+const admin = () => harness.gateways[0]!.adminApp;
+
+/** The CLI as operators run it (async: the admin API answers from this same process). */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/admin/cli.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, TAMP_ADMIN_URL: adminUrl, ADMIN_TOKEN: TOKEN, ...env },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('admin API', () => {
+  it.each([
+    ['no token', {}],
+    ['a wrong token', { authorization: 'Bearer wrong-token' }],
+  ])('%s → 401', async (_name, headers) => {
+    const response = await admin().inject({
+      method: 'GET',
+      url: '/admin/accounts/acct_x/keys',
+      headers,
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().error.code).toBe('UNAUTHORIZED');
+  });
+
+  it('refuses everything when ADMIN_TOKEN is unset', async () => {
+    const { buildAdminApp } = await import('../src/app');
+    const app = await buildAdminApp({
+      logger: harness.logger,
+      // Never reached: the token check refuses first.
+      rpc: {} as never,
+      adminToken: undefined,
+    });
+    const response = await app.inject({
+      method: 'GET',
+      url: '/admin/accounts/a/keys',
+      headers: { authorization: 'Bearer ' },
+    });
+    expect(response.statusCode).toBe(401);
+    await app.close();
+  });
+
+  it('maps onto billing and validates bodies', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const created = await admin().inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers,
+      payload: { plan: 'pro', credits: 7 },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data.apiKey).toMatch(/^sk_live_/);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'createAccount',
+      request: { plan: 'pro', credits: 7 },
+    });
+    const bad = await admin().inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers,
+      payload: { plan: 'gold' },
+    });
+    expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('admin CLI', () => {
+  it('account create --json prints exactly accountId, apiKey, webhookSecret', async () => {
+    const result = await cli([
+      'account',
+      'create',
+      '--plan',
+      'pro',
+      '--credits',
+      '5',
+      '--webhook-url',
+      'https://example.com/h',
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    const output = JSON.parse(result.stdout);
+    expect(Object.keys(output).sort()).toEqual(['accountId', 'apiKey', 'webhookSecret']);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'createAccount',
+      request: { plan: 'pro', credits: 5, webhookUrl: 'https://example.com/h' },
+    });
+  });
+
+  it('account update, credits add, key create/list/revoke, deliveries, redeliver', async () => {
+    expect((await cli(['account', 'update', 'acct_1', '--no-webhook-url'])).code).toBe(0);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'updateAccount',
+      request: { accountId: 'acct_1', webhookUrl: null },
+    });
+    expect((await cli(['credits', 'add', 'acct_1', '40'])).stdout).toContain('40');
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'addCredits',
+      request: { accountId: 'acct_1', credits: 40 },
+    });
+    const key = JSON.parse((await cli(['key', 'create', 'acct_1', '--json'])).stdout);
+    expect(Object.keys(key).sort()).toEqual(['apiKey', 'keyId']);
+    const [list, revoke, deliveries, redeliver] = await Promise.all([
+      cli(['key', 'list', 'acct_1']),
+      cli(['key', 'revoke', 'key_1']),
+      cli(['deliveries', 'job_1']),
+      cli(['redeliver', 'job_1']),
+    ]);
+    expect(list.stdout).toContain('active');
+    expect(revoke.stdout).toContain('revoked');
+    expect(deliveries.stdout).toContain('failed 500');
+    expect(redeliver.stdout).toContain('scheduled');
+  });
+
+  it('usage errors exit 2; API errors exit 1 with the code', async () => {
+    const usage = await cli(['credits', 'add', 'acct_1', 'ten']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('positive integer');
+    expect((await cli(['frobnicate'])).code).toBe(2);
+    const denied = await cli(['key', 'list', 'acct_1'], { ADMIN_TOKEN: 'wrong' });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toContain('UNAUTHORIZED');
+  });
+});

@@ -1,0 +1,244 @@
+import { randomBytes } from 'node:crypto';
+import { connectNats, type NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
+import {
+  type AccountLimits,
+  billingEndpoints,
+  createTopology,
+  jobEndpoints,
+  newId,
+  type PublicJob,
+  ServiceError,
+  type Topology,
+  uploadEndpoints,
+  webhookEndpoints,
+} from '@tamp/proto';
+import { pino } from 'pino';
+import type { z } from 'zod';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { type Gateway, startGateway } from '../src/service';
+
+export type CreateJobRequest = z.output<(typeof jobEndpoints)['createJob']['request']>;
+
+/**
+ * Real NATS and MinIO; billing, upload, job and webhook are small NATS responders (test doubles
+ * of peer services) that record what the gateway sent them.
+ */
+export class Harness {
+  readonly infrastructure = isolatedInfrastructure();
+  readonly logger = pino({ level: 'silent' });
+  topology!: Topology;
+  peers!: NatsConnection;
+  objectStore!: ObjectStore;
+  readonly gateways: Gateway[] = [];
+  private readonly connections: NatsConnection[] = [];
+
+  readonly accounts = new Map<string, AccountLimits & { keyId: string }>();
+  readonly revoked = new Set<string>();
+  authenticateCalls = 0;
+  readonly createJobRequests: CreateJobRequest[] = [];
+  readonly jobs = new Map<string, PublicJob>();
+  readonly adminCalls: { endpoint: string; request: unknown }[] = [];
+
+  async start(options: { gateways?: number; authCacheTtlMs?: number } = {}): Promise<this> {
+    this.topology = createTopology(this.infrastructure.namespace);
+    this.peers = await connectNats({
+      url: this.infrastructure.natsUrl,
+      name: 'peers',
+      logger: this.logger,
+    });
+    this.connections.push(this.peers);
+    const { s3 } = this.infrastructure;
+    this.objectStore = new ObjectStore({ ...s3, bucket: this.infrastructure.bucket });
+    await this.objectStore.provision([]);
+    this.servePeers(new Rpc(this.peers, this.topology, this.logger));
+    await this.peers.flush();
+    for (let index = 0; index < (options.gateways ?? 1); index++) {
+      const nats = await connectNats({
+        url: this.infrastructure.natsUrl,
+        name: `gateway-${index}`,
+        logger: this.logger,
+      });
+      this.connections.push(nats);
+      this.gateways.push(
+        await startGateway({
+          logger: this.logger,
+          nats,
+          topology: this.topology,
+          rpc: new Rpc(nats, this.topology, this.logger),
+          objectStore: this.objectStore,
+          adminToken: 'test-admin-token-0123456789',
+          authCacheTtlMs: options.authCacheTtlMs ?? 300,
+        }),
+      );
+    }
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const gateway of this.gateways) await gateway.close();
+    for (const connection of this.connections) await connection.close();
+  }
+
+  get app() {
+    return this.gateways[0]!.publicApp;
+  }
+
+  /** A new account with its own key (and so its own rate-limit counter). */
+  account(overrides: Partial<AccountLimits> = {}): { apiKey: string; accountId: string } {
+    const apiKey = `sk_live_${randomBytes(24).toString('hex')}`;
+    const accountId = newId('account');
+    this.accounts.set(apiKey, {
+      accountId,
+      plan: 'free',
+      maxUploadBytes: 25 * 1024 * 1024,
+      rateLimitPerMinute: 10_000,
+      keyId: newId('apiKey'),
+      ...overrides,
+    });
+    return { apiKey, accountId };
+  }
+
+  private servePeers(rpc: Rpc): void {
+    rpc.serve(billingEndpoints.authenticate, async ({ apiKey }) => {
+      this.authenticateCalls++;
+      const account = this.accounts.get(apiKey);
+      if (account === undefined || this.revoked.has(apiKey)) {
+        throw new ServiceError('UNAUTHORIZED', 'Unknown or revoked API key');
+      }
+      return account;
+    });
+    rpc.serve(uploadEndpoints.createUpload, async (request) => {
+      if (request.size > request.maxUploadBytes) {
+        throw new ServiceError('FILE_TOO_LARGE', 'too large');
+      }
+      return {
+        id: newId('upload'),
+        uploadUrl: 'http://127.0.0.1:9/put',
+        contentType: 'image/png',
+        uploadUrlExpiresIn: 900,
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      };
+    });
+    rpc.serve(jobEndpoints.createJob, async (request) => {
+      this.createJobRequests.push(request);
+      if (request.idempotencyKey === 'reused') {
+        throw new ServiceError('IDEMPOTENCY_KEY_REUSED', 'key reused');
+      }
+      if (request.pipeline === 'text' && request.source.kind === 'text' && !request.webhookUrl) {
+        const job: PublicJob = {
+          id: request.jobId,
+          status: 'completed',
+          result: {
+            outputText: request.source.text.trim(),
+            metrics: {
+              inputSize: 1,
+              outputSize: 1,
+              compressionRatio: 1,
+              operationsApplied: request.operations.map((operation) => operation.type),
+              processingMs: 1,
+            },
+          },
+        };
+        this.jobs.set(request.jobId, job);
+        return { httpStatus: 200 as const, job };
+      }
+      const job: PublicJob = { id: request.jobId, status: 'created' };
+      this.jobs.set(request.jobId, job);
+      return { httpStatus: 202 as const, job };
+    });
+    rpc.serve(jobEndpoints.getJob, async ({ jobId }) => {
+      const job = this.jobs.get(jobId);
+      if (job === undefined) throw new ServiceError('JOB_NOT_FOUND', 'No such job');
+      return job;
+    });
+    rpc.serve(jobEndpoints.listJobs, async (request) => {
+      this.adminCalls.push({ endpoint: 'listJobs', request });
+      return { items: [], nextCursor: null };
+    });
+    // getUsage is deliberately not served: it is the "dependency down" case.
+    const admin =
+      <Request, Response>(name: string, answer: (request: Request) => Response) =>
+      async (request: Request) => {
+        this.adminCalls.push({ endpoint: name, request });
+        return answer(request);
+      };
+    rpc.serve(
+      billingEndpoints.createAccount,
+      admin('createAccount', () => ({
+        accountId: newId('account'),
+        apiKey: `sk_live_${randomBytes(24).toString('hex')}`,
+        webhookSecret: `whsec_${randomBytes(32).toString('base64')}`,
+      })),
+    );
+    const accountView = (accountId: string, plan: 'free' | 'pro', webhookUrl: string | null) => ({
+      accountId,
+      plan,
+      maxUploadBytes: 1,
+      rateLimitPerMinute: 60,
+      webhookUrl,
+      webhookSecret: 'whsec_x',
+      billingCycleAnchor: null,
+      createdAt: new Date().toISOString(),
+    });
+    rpc.serve(
+      billingEndpoints.updateAccount,
+      admin('updateAccount', (request) =>
+        accountView(request.accountId, request.plan ?? 'free', request.webhookUrl ?? null),
+      ),
+    );
+    rpc.serve(
+      billingEndpoints.addCredits,
+      admin('addCredits', (request) => ({
+        accountId: request.accountId,
+        grantedCredits: request.credits,
+      })),
+    );
+    rpc.serve(
+      billingEndpoints.createKey,
+      admin('createKey', () => ({
+        keyId: newId('apiKey'),
+        apiKey: `sk_live_${randomBytes(24).toString('hex')}`,
+      })),
+    );
+    const keyView = (keyId: string, accountId: string, revoked: boolean) => ({
+      keyId,
+      accountId,
+      displayPrefix: 'sk_live_ab',
+      createdAt: new Date().toISOString(),
+      revokedAt: revoked ? new Date().toISOString() : null,
+    });
+    rpc.serve(
+      billingEndpoints.revokeKey,
+      admin('revokeKey', (request) => keyView(request.keyId, 'acct_x', true)),
+    );
+    rpc.serve(
+      billingEndpoints.listKeys,
+      admin('listKeys', (request) => ({
+        keys: [keyView(newId('apiKey'), request.accountId, false)],
+      })),
+    );
+    rpc.serve(
+      webhookEndpoints.listDeliveries,
+      admin('listDeliveries', (request) => ({
+        deliveries: [
+          {
+            deliveryId: 'd1',
+            jobId: request.jobId,
+            event: 'job.completed' as const,
+            attempt: 1,
+            attemptedAt: new Date().toISOString(),
+            target: 'https://example.com/hook',
+            statusCode: 500,
+            latencyMs: 12,
+            outcome: 'failed' as const,
+            error: 'HTTP 500',
+          },
+        ],
+      })),
+    );
+    rpc.serve(
+      webhookEndpoints.redeliver,
+      admin('redeliver', () => ({ scheduled: true })),
+    );
+  }
+}

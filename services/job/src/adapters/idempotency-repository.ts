@@ -1,0 +1,52 @@
+import type { Collection, Db } from 'mongodb';
+import { IDEMPOTENCY_COLLECTION, isDuplicateKey } from './job-repository';
+
+/** A claimed `Idempotency-Key`: `_id` is `<accountId>:<key>`, so keys are scoped per account. */
+export interface IdempotencyClaim {
+  _id: string;
+  jobId: string;
+  /** SHA-256 of the endpoint and canonical body, computed by the gateway. */
+  requestHash: string;
+  createdAt: Date;
+}
+
+export function claimIdOf(accountId: string, key: string): string {
+  return `${accountId}:${key}`;
+}
+
+/**
+ * The `idempotency` collection. A claim is an insertOne on `_id`: of concurrent twins exactly
+ * one inserts; the others see a duplicate key and wait for (or take over) the claimed job.
+ */
+export class IdempotencyRepository {
+  private readonly claims: Collection<IdempotencyClaim>;
+
+  constructor(db: Db) {
+    this.claims = db.collection<IdempotencyClaim>(IDEMPOTENCY_COLLECTION);
+  }
+
+  /** True when this call made the claim; false when the key was claimed already. */
+  async claim(claim: IdempotencyClaim): Promise<boolean> {
+    try {
+      await this.claims.insertOne(claim);
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  async find(claimId: string): Promise<IdempotencyClaim | null> {
+    return this.claims.findOne({ _id: claimId });
+  }
+
+  /** Frees a key whose job was never created, so the client can retry with it. */
+  async release(claimId: string, jobId: string): Promise<void> {
+    await this.claims.deleteOne({ _id: claimId, jobId });
+  }
+
+  async deleteOlderThan(createdBefore: Date): Promise<number> {
+    const outcome = await this.claims.deleteMany({ createdAt: { $lt: createdBefore } });
+    return outcome.deletedCount;
+  }
+}

@@ -1,0 +1,152 @@
+import type { IndexSpecification } from '@tamp/kit';
+import type { JobStatus, JobType } from '@tamp/proto';
+import { type Collection, type Db, type Filter, MongoServerError } from 'mongodb';
+import type { JobDocument } from '../domain/job';
+
+export const JOBS_COLLECTION = 'jobs';
+export const IDEMPOTENCY_COLLECTION = 'idempotency';
+
+/** Indexes of the two collections this service owns; plain ones only (FerretDB rules). */
+export const JOB_INDEXES: readonly IndexSpecification[] = [
+  // Lists: one account's jobs, newest first (ULID ids sort by creation time).
+  { collection: JOBS_COLLECTION, name: 'account_id', keys: { accountId: 1, _id: -1 } },
+  // Reconciler: stale `created` jobs and terminal jobs with unfinished side effects.
+  { collection: JOBS_COLLECTION, name: 'status_updated', keys: { status: 1, updatedAt: 1 } },
+  // Retention sweeper.
+  { collection: JOBS_COLLECTION, name: 'status_completed', keys: { status: 1, completedAt: 1 } },
+  { collection: IDEMPOTENCY_COLLECTION, name: 'created_at', keys: { createdAt: 1 } },
+];
+
+export function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === 11000;
+}
+
+/** What a guarded transition expects to find: the state the decision was made on. */
+export interface ExpectedState {
+  status: JobStatus;
+  attempts?: number;
+}
+
+export interface ListQuery {
+  accountId: string;
+  type: JobType | undefined;
+  status: JobStatus | undefined;
+  beforeId: string | undefined;
+  limit: number;
+}
+
+const SUMMARY_FIELDS = {
+  _id: 1,
+  pipeline: 1,
+  status: 1,
+  filename: 1,
+  error: 1,
+  result: 1,
+  createdAt: 1,
+  completedAt: 1,
+} as const;
+
+/**
+ * The `jobs` collection. Every state change is `transition`: one updateOne whose filter is the
+ * state the caller decided on, so of several concurrent callers exactly one wins (kit's Mongo
+ * connection serializes operations on FerretDB to keep that true there as well).
+ */
+export class JobRepository {
+  private readonly jobs: Collection<JobDocument>;
+
+  constructor(db: Db) {
+    this.jobs = db.collection<JobDocument>(JOBS_COLLECTION);
+  }
+
+  /** False when a job with this id exists already. */
+  async insert(job: JobDocument): Promise<boolean> {
+    try {
+      await this.jobs.insertOne(job);
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  async find(jobId: string): Promise<JobDocument | null> {
+    return this.jobs.findOne({ _id: jobId });
+  }
+
+  async findOfAccount(accountId: string, jobId: string): Promise<JobDocument | null> {
+    return this.jobs.findOne({ _id: jobId, accountId });
+  }
+
+  /** Applies `changes` only if the job is still in `expected`; true when it was applied. */
+  async transition(
+    jobId: string,
+    expected: ExpectedState,
+    changes: Partial<JobDocument>,
+    now: Date,
+  ): Promise<boolean> {
+    const filter: Filter<JobDocument> = { _id: jobId, status: expected.status };
+    if (expected.attempts !== undefined) filter.attempts = expected.attempts;
+    const outcome = await this.jobs.updateOne(filter, { $set: { ...changes, updatedAt: now } });
+    return outcome.modifiedCount === 1;
+  }
+
+  /** Outbox flags only; safe to repeat, no guard needed beyond the id. */
+  async markDone(
+    jobId: string,
+    flags: Partial<Pick<JobDocument, 'workPublished' | 'eventPublished' | 'refundPending'>>,
+  ): Promise<void> {
+    await this.jobs.updateOne({ _id: jobId }, { $set: flags });
+  }
+
+  async list(query: ListQuery): Promise<JobDocument[]> {
+    const filter: Filter<JobDocument> = { accountId: query.accountId };
+    if (query.type !== undefined) filter.pipeline = query.type as JobDocument['pipeline'];
+    if (query.status !== undefined) filter.status = query.status;
+    if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+    return this.jobs
+      .find(filter, { projection: SUMMARY_FIELDS })
+      .sort({ _id: -1 })
+      .limit(query.limit)
+      .toArray();
+  }
+
+  /** `created` jobs whose work message may not have reached JOBS. */
+  async unpublished(createdBefore: Date, limit: number): Promise<JobDocument[]> {
+    return this.jobs
+      .find({ status: 'created', workPublished: false, createdAt: { $lt: createdBefore } })
+      .limit(limit)
+      .toArray();
+  }
+
+  /** Terminal jobs whose refund or event is not confirmed yet. */
+  async unsettled(updatedBefore: Date, limit: number): Promise<JobDocument[]> {
+    return this.jobs
+      .find({
+        status: { $in: ['completed', 'failed'] },
+        $or: [{ eventPublished: false }, { refundPending: true }],
+        updatedAt: { $lt: updatedBefore },
+      })
+      .limit(limit)
+      .toArray();
+  }
+
+  /** Completed jobs past retention whose output is still kept. */
+  async pastRetention(completedBefore: Date, limit: number): Promise<JobDocument[]> {
+    return this.jobs
+      .find({
+        status: 'completed',
+        completedAt: { $lt: completedBefore },
+        'result.expired': false,
+      })
+      .limit(limit)
+      .toArray();
+  }
+
+  async markExpired(jobId: string, now: Date): Promise<boolean> {
+    const outcome = await this.jobs.updateOne(
+      { _id: jobId, status: 'completed', 'result.expired': false },
+      { $set: { 'result.expired': true, 'result.outputText': null, updatedAt: now } },
+    );
+    return outcome.modifiedCount === 1;
+  }
+}

@@ -1,0 +1,200 @@
+import {
+  type JobMetrics,
+  type JobWorkMessage,
+  LIMITS,
+  ServiceError,
+  type UsageDimensions,
+} from '@tamp/proto';
+import type { JobContext } from './context';
+import { jobWorkOf } from './domain/events';
+import type { JobDocument } from './domain/job';
+import { normalizeMetrics } from './domain/metrics';
+import { decideBegin, decideFailure, mayComplete } from './domain/transitions';
+import type { Settlement } from './settlement';
+
+/** A decision lost to a concurrent change is re-made on the new state, a few times at most. */
+const CONTENTION_ROUNDS = 5;
+
+export interface CompletionReport {
+  jobId: string;
+  attempt: number;
+  outputKey: string | null;
+  outputText: string | null;
+  metrics: JobMetrics;
+  usage: UsageDimensions;
+}
+
+/**
+ * The worker-facing transitions: `beginAttempt`, `completeJob`, `failAttempt`. Each reads the
+ * job, decides (domain/transitions.ts) and applies the decision as one guarded update on the
+ * state it read; terminal states are thus reached exactly once, and their side effects go
+ * through the Settlement.
+ */
+export class JobAttempts {
+  constructor(
+    private readonly context: JobContext,
+    private readonly settlement: Settlement,
+  ) {}
+
+  async begin(
+    jobId: string,
+    attempt: number,
+    worker: string,
+  ): Promise<{ action: 'run' | 'skip' | 'failed'; work?: JobWorkMessage }> {
+    const { jobs, clock, logger } = this.context;
+    for (let round = 0; round < CONTENTION_ROUNDS; round++) {
+      const job = await jobs.find(jobId);
+      if (job === null) {
+        // A message for a job that does not exist can never run; drop it.
+        logger.warn({ jobId, attempt, worker }, 'work for an unknown job');
+        return { action: 'skip' };
+      }
+      const decision = decideBegin(job, attempt, LIMITS.attempts);
+      switch (decision.kind) {
+        case 'skip':
+          return { action: 'skip' };
+        case 'resume':
+          return { action: 'run', work: jobWorkOf(job) };
+        case 'fail':
+          if (await this.fail(job, decision.attempt, decision.error)) {
+            return { action: 'failed' };
+          }
+          continue;
+        case 'start': {
+          let from = job.status;
+          if (from === 'created') {
+            // The spec's lifecycle: a worker claims the job (created → pending) and starts it.
+            const claimed = await jobs.transition(
+              jobId,
+              { status: 'created', attempts: job.attempts },
+              { status: 'pending' },
+              clock(),
+            );
+            if (!claimed) continue;
+            from = 'pending';
+          }
+          const started = await jobs.transition(
+            jobId,
+            { status: from, attempts: job.attempts },
+            { status: 'processing', attempts: decision.attempt, retryAt: null },
+            clock(),
+          );
+          if (!started) continue;
+          logger.debug({ jobId, attempt: decision.attempt, worker }, 'attempt started');
+          return { action: 'run', work: jobWorkOf(job) };
+        }
+      }
+    }
+    throw contention(jobId);
+  }
+
+  async complete(report: CompletionReport): Promise<{ accepted: boolean }> {
+    const { jobs, clock } = this.context;
+    for (let round = 0; round < CONTENTION_ROUNDS; round++) {
+      const job = await jobs.find(report.jobId);
+      if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${report.jobId}`);
+      if (job.status === 'completed') {
+        // A repeated report: finish any side effect a crash may have cut short.
+        await this.settlement.settle(job);
+        return { accepted: job.attempts === report.attempt };
+      }
+      if (!mayComplete(job.status)) return { accepted: false };
+      const now = clock();
+      const changes: Partial<JobDocument> = {
+        status: 'completed',
+        attempts: Math.max(job.attempts, report.attempt),
+        result: {
+          outputKey: report.outputKey,
+          outputText: report.outputText,
+          metrics: normalizeMetrics(report.metrics),
+          expired: false,
+        },
+        usage: report.usage,
+        error: null,
+        retryAt: null,
+        completedAt: now,
+        eventPublished: false,
+      };
+      if (
+        await jobs.transition(job._id, { status: job.status, attempts: job.attempts }, changes, now)
+      ) {
+        await this.settlement.settle({ ...job, ...changes, updatedAt: now });
+        return { accepted: true };
+      }
+    }
+    throw contention(report.jobId);
+  }
+
+  async fail(job: JobDocument, attempt: number, error: string): Promise<boolean> {
+    const now = this.context.clock();
+    const changes: Partial<JobDocument> = {
+      status: 'failed',
+      attempts: Math.max(job.attempts, attempt),
+      error,
+      lastError: error,
+      retryAt: null,
+      completedAt: now,
+      refundPending: true,
+      eventPublished: false,
+    };
+    const applied = await this.context.jobs.transition(
+      job._id,
+      { status: job.status, attempts: job.attempts },
+      changes,
+      now,
+    );
+    if (applied) await this.settlement.settle({ ...job, ...changes, updatedAt: now });
+    return applied;
+  }
+
+  async failAttempt(
+    jobId: string,
+    attempt: number,
+    error: string,
+    permanent: boolean,
+  ): Promise<{ status: 'pending' | 'failed'; retryInMs: number }> {
+    const { jobs, clock, settings } = this.context;
+    for (let round = 0; round < CONTENTION_ROUNDS; round++) {
+      const job = await jobs.find(jobId);
+      if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
+      const now = clock();
+      const decision = decideFailure(job, attempt, permanent, {
+        maxAttempts: LIMITS.attempts,
+        retryBaseMs: settings.retryBaseMs,
+        now,
+      });
+      switch (decision.kind) {
+        case 'ignore':
+          // Terminal already (e.g. a late report of an attempt given up on): nothing to retry.
+          return { status: 'failed', retryInMs: 0 };
+        case 'recorded':
+          return { status: 'pending', retryInMs: decision.retryInMs };
+        case 'fail':
+          if (await this.fail(job, decision.attempt, error)) {
+            return { status: 'failed', retryInMs: 0 };
+          }
+          continue;
+        case 'retry': {
+          const retried = await jobs.transition(
+            jobId,
+            { status: job.status, attempts: job.attempts },
+            {
+              status: 'pending',
+              attempts: decision.attempt,
+              lastError: error,
+              retryAt: new Date(now.getTime() + decision.delayMs),
+            },
+            now,
+          );
+          if (retried) return { status: 'pending', retryInMs: decision.delayMs };
+          continue;
+        }
+      }
+    }
+    throw contention(jobId);
+  }
+}
+
+function contention(jobId: string): ServiceError {
+  return new ServiceError('UNAVAILABLE', `Job ${jobId} is changing concurrently; retry`);
+}

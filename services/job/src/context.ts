@@ -1,0 +1,34 @@
+import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
+import type { IdempotencyRepository } from './adapters/idempotency-repository';
+import type { JobRepository } from './adapters/job-repository';
+import type { JobMessaging } from './adapters/messaging';
+
+/** Tunables; defaults come from config.ts (and proto's LIMITS). */
+export interface JobSettings {
+  /** Base of the retry backoff: attempt n waits base × 2^(n-1). */
+  retryBaseMs: number;
+  /** How long an inline worker may take before the job is queued instead. */
+  inlineReplyTimeoutMs: number;
+  /** How long a concurrent twin of a keyed request waits for the claimed job to appear. */
+  idempotencyWaitMs: number;
+  /** A claim this old without its job is taken to be orphaned (its claimant died). */
+  idempotencyStaleMs: number;
+  /** How old unfinished side effects (unpublished work, refunds, events) must be to be redone. */
+  reconcileAfterMs: number;
+  /** How often the sweepers run; 0 disables the timer (tests run them by hand). */
+  sweepIntervalMs: number;
+  /** HMAC key of list cursors; must be the same on every replica. */
+  cursorSecret: string;
+}
+
+/** What the job service's parts share. */
+export interface JobContext {
+  jobs: JobRepository;
+  claims: IdempotencyRepository;
+  messaging: JobMessaging;
+  rpc: Rpc;
+  store: ObjectStore;
+  logger: Logger;
+  settings: JobSettings;
+  clock: () => Date;
+}

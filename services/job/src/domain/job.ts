@@ -1,0 +1,68 @@
+import type { JobInput, JobMetrics, JobStatus, Pipeline, UsageDimensions } from '@tamp/proto';
+import { TERMINAL_STATUSES } from '@tamp/proto';
+
+/** What a finished job keeps of its output. `expired` turns true when retention removes it. */
+export interface StoredResult {
+  outputKey: string | null;
+  outputText: string | null;
+  metrics: JobMetrics;
+  expired: boolean;
+}
+
+/**
+ * A job as stored in `jobs`. Every change is one guarded single-document update (see
+ * ARCHITECTURE "Data"), so the document also carries the outbox flags that let a reconciler
+ * finish side effects a crash interrupted: publishing the work, refunding, publishing the event.
+ */
+export interface JobDocument {
+  _id: string;
+  accountId: string;
+  pipeline: Pipeline;
+  status: JobStatus;
+  /** The resolved chain (preset expanded, encode placed), as the gateway sent it. */
+  operations: unknown[];
+  input: JobInput;
+  /** Original filename, shown in summaries; audio and image jobs only. */
+  filename: string | null;
+  webhookUrl: string | null;
+  /** True when the job ran through `work.<pipeline>.inline` and never entered the queue. */
+  inline: boolean;
+  /** Highest attempt number begun (JetStream's delivery count); 0 before the first. */
+  attempts: number;
+  /** Error of the latest failed attempt; becomes `error` if the job ends failed. */
+  lastError: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+  /** When a `pending` job's retry is due (the worker naks with that delay). */
+  retryAt: Date | null;
+  result: StoredResult | null;
+  error: string | null;
+  usage: UsageDimensions | null;
+  /** Outbox: the work message reached JOBS (queued jobs). */
+  workPublished: boolean;
+  /** Outbox: the terminal event reached EVENTS. Meaningless until the job is terminal. */
+  eventPublished: boolean;
+  /** Outbox: a failed job whose refund has not been confirmed by billing yet. */
+  refundPending: boolean;
+}
+
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** Bytes that the job's cost and `inputSize` are measured on (inline text: UTF-8 bytes). */
+export function inputBytesOf(input: JobInput): number {
+  switch (input.kind) {
+    case 'upload':
+    case 'stored-text':
+      return input.size;
+    case 'text':
+      return Buffer.byteLength(input.text, 'utf8');
+  }
+}
+
+/** Jobs created from inline `text` answer `outputText`, even when they were queued. */
+export function isFromInlineText(input: JobInput): boolean {
+  return input.kind === 'text' || input.kind === 'stored-text';
+}

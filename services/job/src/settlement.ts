@@ -1,0 +1,46 @@
+import { billingEndpoints } from '@tamp/proto';
+import type { JobContext } from './context';
+import { jobEventOf } from './domain/events';
+import { isTerminal, type JobDocument } from './domain/job';
+
+/**
+ * Side effects of a terminal state, each at least once and made exactly-once by its receiver:
+ * the refund of a failed job (billing's ledger entry `refund:<jobId>` makes a repeat a no-op),
+ * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. The job
+ * document's outbox flags record what is confirmed; the reconciler redoes the rest after a
+ * crash or an outage.
+ *
+ * Refunds are made here, by calling billing, and only here: billing must not refund on
+ * `job.failed` events as well (if it does, its ledger id still keeps it to one refund).
+ */
+export class Settlement {
+  constructor(private readonly context: JobContext) {}
+
+  async settle(job: JobDocument): Promise<void> {
+    if (!isTerminal(job.status)) return;
+    const { jobs, logger, messaging, rpc } = this.context;
+    if (job.status === 'failed' && job.refundPending) {
+      try {
+        await rpc.call(billingEndpoints.refundCredits, {
+          accountId: job.accountId,
+          jobId: job._id,
+        });
+        await jobs.markDone(job._id, { refundPending: false });
+      } catch (error) {
+        logger.warn({ err: error, jobId: job._id }, 'refund not confirmed; the reconciler retries');
+      }
+    }
+    if (!job.eventPublished) {
+      try {
+        await messaging.publishEvent(jobEventOf(job));
+        await jobs.markDone(job._id, { eventPublished: true });
+      } catch (error) {
+        logger.warn(
+          { err: error, jobId: job._id },
+          'job event not published; the reconciler retries',
+        );
+      }
+    }
+    messaging.notify({ jobId: job._id, status: job.status });
+  }
+}

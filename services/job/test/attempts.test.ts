@@ -1,0 +1,278 @@
+import { jobEndpoints, MB } from '@tamp/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDEMPOTENCY_COLLECTION, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import { audioRequest, imageRequest, JobHarness, newAccount } from './harness';
+
+const harness = new JobHarness();
+const accountId = newAccount();
+
+beforeAll(() => harness.start({ retryBaseMs: 250 }));
+afterAll(() => harness.stop());
+
+async function queuedAudioJob(): Promise<string> {
+  const uploadId = harness.addUpload(accountId, 'voice.mp3', 1 * MB, 'audio/mpeg');
+  return (await harness.createJob(audioRequest(accountId, uploadId))).job.id;
+}
+
+const begin = (jobId: string, attempt: number) =>
+  harness.rpc.call(jobEndpoints.beginAttempt, { jobId, attempt, worker: 'worker-audio-test' });
+const fail = (jobId: string, attempt: number, permanent = false) =>
+  harness.rpc.call(jobEndpoints.failAttempt, {
+    jobId,
+    attempt,
+    error: `boom ${attempt}`,
+    permanent,
+  });
+const complete = (jobId: string, attempt: number, outputKey: string | null = null) =>
+  harness.rpc.call(jobEndpoints.completeJob, {
+    jobId,
+    attempt,
+    outputKey,
+    outputText: null,
+    metrics: {
+      inputSize: 1000,
+      outputSize: 300,
+      compressionRatio: 1,
+      operationsApplied: ['encode'],
+      processingMs: 40,
+      durationSecIn: 3,
+    },
+    usage: { inputBytes: 1000, audioSeconds: 3 },
+  });
+const stored = (jobId: string) =>
+  harness.db.collection(JOBS_COLLECTION).findOne({ _id: jobId as never });
+const getJob = (jobId: string) => harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
+const refundsOf = (jobId: string) => harness.refundCalls.filter((call) => call.jobId === jobId);
+
+/** Collects `notify.job.<id>` messages. */
+function notifications(jobId: string): unknown[] {
+  const received: unknown[] = [];
+  harness.peerNats.subscribe(harness.topology.subjects.jobNotification(jobId), {
+    callback: (_error, message) => {
+      received.push(message.json());
+    },
+  });
+  return received;
+}
+
+describe('worker transitions', () => {
+  it('runs created → pending → processing → completed once, with one event and a notification', async () => {
+    const jobId = await queuedAudioJob();
+    const notified = notifications(jobId);
+    await harness.peerNats.flush();
+
+    const started = await begin(jobId, 1);
+    expect(started.action).toBe('run');
+    expect(started.work).toMatchObject({
+      jobId,
+      pipeline: 'audio',
+      input: { kind: 'upload', size: 1 * MB },
+    });
+    expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 1 });
+    expect((await getJob(jobId)).status).toBe('processing');
+    expect((await begin(jobId, 1)).action).toBe('run');
+
+    const key = `results/${accountId}/${jobId}/result.ogg`;
+    await harness.store.putBuffer(key, Buffer.from('OggS audio'), 'audio/ogg');
+    expect(await complete(jobId, 1, key)).toEqual({ accepted: true });
+    expect(await complete(jobId, 1, key)).toEqual({ accepted: true });
+
+    const job = await getJob(jobId);
+    expect(job.status).toBe('completed');
+    expect(job.result?.metrics).toEqual({
+      inputSize: 1000,
+      outputSize: 300,
+      compressionRatio: 3.333,
+      operationsApplied: ['encode'],
+      processingMs: 40,
+      durationSecIn: 3,
+    });
+    expect(job.result?.outputUrl).toContain('result.ogg');
+    const events = await harness.eventsFor(jobId);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.body).toMatchObject({
+      event: 'job.completed',
+      inline: false,
+      result: { outputKey: key },
+      usage: { audioSeconds: 3 },
+    });
+    await harness.peerNats.flush();
+    await expect.poll(() => notified).toContainEqual({ jobId, status: 'completed' });
+    expect(refundsOf(jobId)).toHaveLength(0);
+  });
+
+  it('skips a completed job on redelivery: never run, published or charged again', async () => {
+    const jobId = await queuedAudioJob();
+    await begin(jobId, 1);
+    await complete(jobId, 1);
+    expect(await begin(jobId, 2)).toEqual({ action: 'skip' });
+    expect((await fail(jobId, 2)).status).toBe('failed');
+    expect((await stored(jobId))?.status).toBe('completed');
+    expect(await harness.eventsFor(jobId)).toHaveLength(1);
+    expect(await harness.workFor(jobId)).toHaveLength(1);
+    expect(harness.reserveCalls.filter((call) => call.jobId === jobId)).toHaveLength(1);
+  });
+
+  it('retries a failed attempt with exponential backoff, then completes without a refund', async () => {
+    const jobId = await queuedAudioJob();
+    await begin(jobId, 1);
+    expect(await fail(jobId, 1)).toEqual({ status: 'pending', retryInMs: 250 });
+    expect(await stored(jobId)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      lastError: 'boom 1',
+    });
+    // A repeated report of the same failure changes nothing.
+    expect((await fail(jobId, 1)).status).toBe('pending');
+    expect((await begin(jobId, 2)).action).toBe('run');
+    expect(await fail(jobId, 2)).toEqual({ status: 'pending', retryInMs: 500 });
+    expect((await begin(jobId, 3)).action).toBe('run');
+    expect(await complete(jobId, 3)).toEqual({ accepted: true });
+    expect((await getJob(jobId)).status).toBe('completed');
+    expect(refundsOf(jobId)).toHaveLength(0);
+    expect((await harness.eventsFor(jobId)).map((event) => event.body.event)).toEqual([
+      'job.completed',
+    ]);
+  });
+
+  it('fails after the 4th failed attempt: refunded once, exactly one job.failed event', async () => {
+    const jobId = await queuedAudioJob();
+    const notified = notifications(jobId);
+    await harness.peerNats.flush();
+    const outcomes = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      expect((await begin(jobId, attempt)).action).toBe('run');
+      outcomes.push(await fail(jobId, attempt));
+    }
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'pending',
+      'pending',
+      'pending',
+      'failed',
+    ]);
+    expect(outcomes.map((outcome) => outcome.retryInMs)).toEqual([250, 500, 1000, 0]);
+    // Late or repeated reports do not fail it twice.
+    await fail(jobId, 4);
+    expect(await begin(jobId, 5)).toEqual({ action: 'skip' });
+
+    expect(await getJob(jobId)).toEqual({ id: jobId, status: 'failed', error: 'boom 4' });
+    expect(refundsOf(jobId)).toHaveLength(1);
+    const events = await harness.eventsFor(jobId);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.msgId).toBe(`${jobId}:job.failed`);
+    expect(events[0]?.body).toMatchObject({
+      event: 'job.failed',
+      status: 'failed',
+      error: 'boom 4',
+      inline: false,
+    });
+    await expect.poll(() => notified).toContainEqual({ jobId, status: 'failed' });
+  });
+
+  it('fails at once on a permanent error', async () => {
+    const jobId = await queuedAudioJob();
+    await begin(jobId, 1);
+    expect(await fail(jobId, 1, true)).toEqual({ status: 'failed', retryInMs: 0 });
+    expect(refundsOf(jobId)).toHaveLength(1);
+  });
+
+  it('counts a crashed attempt: a new delivery of a processing job is the next attempt', async () => {
+    const jobId = await queuedAudioJob();
+    expect((await begin(jobId, 1)).action).toBe('run');
+    // The worker died; the lease lapsed; JetStream redelivers as delivery 2.
+    expect((await begin(jobId, 2)).action).toBe('run');
+    expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 2 });
+    // Attempt 1 (lost) and 2, 3 failed: the 4th attempt is the last one.
+    expect((await fail(jobId, 2)).status).toBe('pending');
+    expect((await begin(jobId, 3)).action).toBe('run');
+    expect((await fail(jobId, 3)).status).toBe('pending');
+    expect((await begin(jobId, 4)).action).toBe('run');
+    expect((await fail(jobId, 4)).status).toBe('failed');
+    expect(refundsOf(jobId)).toHaveLength(1);
+  });
+
+  it('fails and refunds a job whose last attempt was lost (delivery number > 4)', async () => {
+    const jobId = await queuedAudioJob();
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await begin(jobId, attempt);
+      await fail(jobId, attempt);
+    }
+    expect((await begin(jobId, 4)).action).toBe('run');
+    // Attempt 4's worker died mid-job.
+    expect(await begin(jobId, 5)).toEqual({ action: 'failed' });
+    expect(await begin(jobId, 6)).toEqual({ action: 'skip' });
+    const job = await getJob(jobId);
+    expect(job.status).toBe('failed');
+    expect(job.error).toMatch(/attempts/);
+    expect(refundsOf(jobId)).toHaveLength(1);
+    expect((await harness.eventsFor(jobId)).map((event) => event.body.event)).toEqual([
+      'job.failed',
+    ]);
+    // A late success of the lost attempt cannot revive it.
+    expect(await complete(jobId, 4)).toEqual({ accepted: false });
+  });
+
+  it('lets exactly one of several concurrent deliveries start the job', async () => {
+    const jobId = await queuedAudioJob();
+    const outcomes = await Promise.all([1, 1, 1, 1, 1].map((attempt) => begin(jobId, attempt)));
+    // Each is the same delivery asking: all run the one attempt, and the job moved once.
+    expect(outcomes.every((outcome) => outcome.action === 'run')).toBe(true);
+    expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 1 });
+  });
+});
+
+describe('sweepers', () => {
+  it('republishes a created job whose publish was never confirmed', async () => {
+    const jobId = await queuedAudioJob();
+    await harness.db
+      .collection(JOBS_COLLECTION)
+      .updateOne(
+        { _id: jobId as never },
+        { $set: { workPublished: false, createdAt: new Date(Date.now() - 10 * 60_000) } },
+      );
+    const report = await harness.service.sweep();
+    expect(report.republished).toBeGreaterThanOrEqual(1);
+    // JOBS deduplicates on the job id: still one message.
+    expect(await harness.workFor(jobId)).toHaveLength(1);
+    expect((await stored(jobId))?.workPublished).toBe(true);
+  });
+
+  it('expires results 7 days after completion: object deleted, metrics kept', async () => {
+    const uploadId = harness.addUpload(accountId, 'big.png', 6 * MB, 'image/png');
+    const jobId = (
+      await harness.createJob(imageRequest(accountId, uploadId, { idempotencyKey: 'ret' }))
+    ).job.id;
+    const claims = harness.db.collection(IDEMPOTENCY_COLLECTION);
+    const key = `results/${accountId}/${jobId}/result.webp`;
+    await harness.store.putBuffer(key, Buffer.from('webp'), 'image/webp');
+    await begin(jobId, 1);
+    await complete(jobId, 1, key);
+    expect((await getJob(jobId)).result?.outputUrl).toBeDefined();
+
+    const hour = 60 * 60_000;
+    await harness.service.sweep(new Date(Date.now() + 23 * hour));
+    expect(await claims.countDocuments({ _id: `${accountId}:ret` as never })).toBe(1);
+    const early = await harness.service.sweep(new Date(Date.now() + 6 * 24 * hour));
+    expect(early.expiredResults).toBe(0);
+    expect(early.expiredKeys).toBeGreaterThanOrEqual(1);
+    expect(await claims.countDocuments({ _id: `${accountId}:ret` as never })).toBe(0);
+    expect(await harness.store.stat(key)).toBeDefined();
+    const report = await harness.service.sweep(new Date(Date.now() + 8 * 24 * hour));
+    expect(report.expiredResults).toBeGreaterThanOrEqual(1);
+
+    expect(await harness.store.stat(key)).toBeUndefined();
+    const job = await getJob(jobId);
+    expect(job).toEqual({
+      id: jobId,
+      status: 'completed',
+      result: {
+        expired: true,
+        metrics: expect.objectContaining({
+          inputSize: 1000,
+          outputSize: 300,
+          compressionRatio: 3.333,
+        }),
+      },
+    });
+  });
+});

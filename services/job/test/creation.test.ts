@@ -1,0 +1,369 @@
+import type { Subscription } from '@nats-io/nats-core';
+import { creditCost, KB, MB, newId } from '@tamp/proto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { IDEMPOTENCY_COLLECTION, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import {
+  audioRequest,
+  errorOf,
+  imageRequest,
+  JobHarness,
+  newAccount,
+  textRequest,
+} from './harness';
+
+const harness = new JobHarness();
+let inlineWorker: Subscription | undefined;
+
+beforeAll(() => harness.start());
+afterEach(async () => {
+  inlineWorker?.unsubscribe();
+  inlineWorker = undefined;
+  await harness.peerNats.flush();
+});
+afterAll(() => harness.stop());
+
+const textMetrics = {
+  inputSize: 10,
+  outputSize: 4,
+  compressionRatio: 99,
+  operationsApplied: ['trim'],
+  processingMs: 3,
+};
+
+describe('queued creation', () => {
+  it('answers 202 created, reserves the cost and publishes exactly one JOBS message', async () => {
+    const accountId = newAccount();
+    const uploadId = harness.addUpload(accountId, 'talk.mp3', 12 * MB, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId, { webhookUrl: 'https://example.com/hook' });
+
+    const answer = await harness.createJob(request);
+
+    expect(answer).toEqual({ httpStatus: 202, job: { id: request.jobId, status: 'created' } });
+    expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toEqual([
+      { accountId, jobId: request.jobId, pipeline: 'audio', credits: creditCost('audio', 12 * MB) },
+    ]);
+    const work = await harness.workFor(request.jobId);
+    expect(work).toHaveLength(1);
+    expect(work[0]?.subject).toBe(harness.topology.subjects.jobs.audio);
+    expect(work[0]?.msgId).toBe(request.jobId);
+    expect(work[0]?.body).toMatchObject({
+      jobId: request.jobId,
+      accountId,
+      pipeline: 'audio',
+      input: {
+        kind: 'upload',
+        uploadId,
+        key: `uploads/${accountId}/${uploadId}`,
+        size: 12 * MB,
+        filename: 'talk.mp3',
+      },
+      operations: [{ type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } }],
+    });
+    const stored = await harness.db
+      .collection(JOBS_COLLECTION)
+      .findOne({ _id: request.jobId as never });
+    expect(stored).toMatchObject({
+      status: 'created',
+      inline: false,
+      attempts: 0,
+      workPublished: true,
+      filename: 'talk.mp3',
+    });
+  });
+
+  it('propagates upload errors unchanged and creates nothing', async () => {
+    const accountId = newAccount();
+    const request = audioRequest(accountId, newId('upload'));
+    expect((await errorOf(harness.createJob(request))).code).toBe('UPLOAD_NOT_FOUND');
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+  });
+
+  it('creates nothing when credits are insufficient, and frees the key for a retry', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 1);
+    const uploadId = harness.addUpload(accountId, 'big.wav', 11 * MB, 'audio/wav');
+    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'retry-me' });
+
+    expect((await errorOf(harness.createJob(request))).code).toBe('INSUFFICIENT_CREDITS');
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+    expect(
+      await harness.db
+        .collection(IDEMPOTENCY_COLLECTION)
+        .countDocuments({ _id: `${accountId}:retry-me` as never }),
+    ).toBe(0);
+    expect(await harness.workFor(request.jobId)).toHaveLength(0);
+
+    harness.credits.set(accountId, 100);
+    const retried = await harness.createJob({ ...request, jobId: newId('job') });
+    expect(retried.httpStatus).toBe(202);
+    expect(retried.job.status).toBe('created');
+  });
+});
+
+describe('idempotency', () => {
+  it('turns 50 concurrent identical requests into one job and one reservation', async () => {
+    const accountId = newAccount();
+    const uploadId = harness.addUpload(accountId, 'song.mp3', 3 * MB, 'audio/mpeg');
+    const requests = Array.from({ length: 50 }, () =>
+      audioRequest(accountId, uploadId, { idempotencyKey: 'same-key', requestHash: 'h-same' }),
+    );
+
+    const answers = await Promise.all(requests.map((request) => harness.createJob(request)));
+
+    const ids = new Set(answers.map((answer) => answer.job.id));
+    expect(ids.size).toBe(1);
+    expect(answers.every((answer) => answer.httpStatus === 202)).toBe(true);
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(1);
+    expect(harness.reserveCalls.filter((call) => call.accountId === accountId)).toHaveLength(1);
+    const [jobId] = [...ids];
+    expect(await harness.workFor(jobId as string)).toHaveLength(1);
+  });
+
+  it('answers a replay with the job as it is now', async () => {
+    const accountId = newAccount();
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const first = await harness.createJob(
+      audioRequest(accountId, uploadId, { idempotencyKey: 'k' }),
+    );
+    const replay = await harness.createJob(
+      audioRequest(accountId, uploadId, { idempotencyKey: 'k' }),
+    );
+    expect(replay).toEqual(first);
+  });
+
+  it('refuses the same key with a different body: IDEMPOTENCY_KEY_REUSED', async () => {
+    const accountId = newAccount();
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    await harness.createJob(
+      audioRequest(accountId, uploadId, { idempotencyKey: 'k2', requestHash: 'one' }),
+    );
+    const error = await errorOf(
+      harness.createJob(
+        audioRequest(accountId, uploadId, { idempotencyKey: 'k2', requestHash: 'two' }),
+      ),
+    );
+    expect(error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(error.httpStatus).toBe(422);
+  });
+
+  it('scopes keys to the account', async () => {
+    const [first, second] = [newAccount(), newAccount()];
+    const a = await harness.createJob(
+      audioRequest(first, harness.addUpload(first, 'a.mp3', 1000, 'audio/mpeg'), {
+        idempotencyKey: 'shared',
+      }),
+    );
+    const b = await harness.createJob(
+      audioRequest(second, harness.addUpload(second, 'b.mp3', 1000, 'audio/mpeg'), {
+        idempotencyKey: 'shared',
+      }),
+    );
+    expect(a.job.id).not.toBe(b.job.id);
+  });
+
+  it('converges when the claimant died between claiming the key and creating the job', async () => {
+    const accountId = newAccount();
+    const orphanJobId = newId('job');
+    await harness.db.collection(IDEMPOTENCY_COLLECTION).insertOne({
+      _id: `${accountId}:orphan` as never,
+      jobId: orphanJobId,
+      requestHash: 'hash-audio',
+      createdAt: new Date(Date.now() - 60 * 60 * 1000),
+    });
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const answer = await harness.createJob(
+      audioRequest(accountId, uploadId, { idempotencyKey: 'orphan' }),
+    );
+    expect(answer).toEqual({ httpStatus: 202, job: { id: orphanJobId, status: 'created' } });
+    expect(await harness.workFor(orphanJobId)).toHaveLength(1);
+  });
+
+  it('ignores the key of an inline-eligible request (inline jobs are not deduplicated)', async () => {
+    inlineWorker = harness.serveInline('text', async () => ({
+      status: 'completed',
+      outputKey: null,
+      outputText: 'x',
+      metrics: textMetrics,
+      usage: { inputBytes: 10 },
+    }));
+    const accountId = newAccount();
+    const first = await harness.createJob(
+      textRequest(accountId, 'hello', { idempotencyKey: 'inline' }),
+    );
+    const second = await harness.createJob(
+      textRequest(accountId, 'hello', { idempotencyKey: 'inline' }),
+    );
+    expect(first.httpStatus).toBe(200);
+    expect(second.httpStatus).toBe(200);
+    expect(first.job.id).not.toBe(second.job.id);
+  });
+});
+
+describe('inline path', () => {
+  it('answers 200 completed with outputText for fast-path text', async () => {
+    const received: unknown[] = [];
+    inlineWorker = harness.serveInline('text', async (work) => {
+      received.push(work);
+      return {
+        status: 'completed',
+        outputKey: null,
+        outputText: 'a b',
+        metrics: {
+          inputSize: 10,
+          outputSize: 3,
+          compressionRatio: 1,
+          operationsApplied: ['trim'],
+          processingMs: 2,
+          tokensIn: 4,
+          tokensOut: 2,
+        },
+        usage: { inputBytes: 10, characters: 10 },
+      };
+    });
+    const accountId = newAccount();
+    const request = textRequest(accountId, 'a    b    ');
+
+    const answer = await harness.createJob(request);
+
+    expect(answer).toEqual({
+      httpStatus: 200,
+      job: {
+        id: request.jobId,
+        status: 'completed',
+        result: {
+          outputText: 'a b',
+          metrics: {
+            inputSize: 10,
+            outputSize: 3,
+            compressionRatio: 3.333,
+            operationsApplied: ['trim'],
+            processingMs: 2,
+            tokensIn: 4,
+            tokensOut: 2,
+          },
+        },
+      },
+    });
+    expect(received).toEqual([
+      expect.objectContaining({
+        jobId: request.jobId,
+        input: { kind: 'text', text: 'a    b    ' },
+      }),
+    ]);
+    expect(await harness.workFor(request.jobId)).toHaveLength(0);
+    const events = await harness.eventsFor(request.jobId);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.msgId).toBe(`${request.jobId}:job.completed`);
+    expect(events[0]?.body).toMatchObject({
+      event: 'job.completed',
+      inline: true,
+      status: 'completed',
+      usage: { characters: 10 },
+    });
+    expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
+  });
+
+  it('falls back to the queue (202) when no inline worker answers', async () => {
+    const accountId = newAccount();
+    const request = textRequest(accountId, 'no worker here');
+    const answer = await harness.createJob(request);
+    expect(answer).toEqual({ httpStatus: 202, job: { id: request.jobId, status: 'created' } });
+    const work = await harness.workFor(request.jobId);
+    expect(work).toHaveLength(1);
+    expect(work[0]?.body.input).toEqual({ kind: 'text', text: 'no worker here' });
+  });
+
+  it('falls back to the queue when the inline worker is too slow', async () => {
+    inlineWorker = harness.serveInline('text', () => new Promise(() => undefined));
+    const request = textRequest(newAccount(), 'slow');
+    expect((await harness.createJob(request)).httpStatus).toBe(202);
+    expect(await harness.workFor(request.jobId)).toHaveLength(1);
+  });
+
+  it('answers 200 failed for a failed inline job, refunded exactly once', async () => {
+    inlineWorker = harness.serveInline('text', async () => ({
+      status: 'failed',
+      error: 'cannot trim that',
+    }));
+    const request = textRequest(newAccount(), 'broken');
+
+    const answer = await harness.createJob(request);
+
+    expect(answer).toEqual({
+      httpStatus: 200,
+      job: { id: request.jobId, status: 'failed', error: 'cannot trim that' },
+    });
+    expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
+    const events = await harness.eventsFor(request.jobId);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.body).toMatchObject({
+      event: 'job.failed',
+      inline: true,
+      error: 'cannot trim that',
+    });
+    const stored = await harness.db
+      .collection(JOBS_COLLECTION)
+      .findOne({ _id: request.jobId as never });
+    expect(stored).toMatchObject({ refundPending: false, eventPublished: true });
+  });
+
+  it('queues text over the fast-path size, text with a webhook, AVIF and large images', async () => {
+    inlineWorker = harness.serveInline('text', async () => {
+      throw new Error('must not be called');
+    });
+    const accountId = newAccount();
+    const large = await harness.createJob(textRequest(accountId, 'x'.repeat(50 * KB + 1)));
+    const hooked = await harness.createJob(
+      textRequest(accountId, 'x', { webhookUrl: 'https://example.com/h' }),
+    );
+    const avif = await harness.createJob(
+      imageRequest(accountId, harness.addUpload(accountId, 'a.png', 1000, 'image/png'), {
+        operations: [{ type: 'encode', params: { format: 'avif' } }],
+      }),
+    );
+    const big = await harness.createJob(
+      imageRequest(accountId, harness.addUpload(accountId, 'b.png', 5 * MB + 1, 'image/png')),
+    );
+    expect([large, hooked, avif, big].map((answer) => answer.httpStatus)).toEqual([
+      202, 202, 202, 202,
+    ]);
+  });
+
+  it('runs a small image inline and its outputUrl downloads the bytes', async () => {
+    const accountId = newAccount();
+    const output = Buffer.from('RIFF....WEBPVP8 fake image bytes');
+    inlineWorker = harness.serveInline('image', async (work) => {
+      const key = `results/${accountId}/${work.jobId}/result.webp`;
+      await harness.store.putBuffer(key, output, 'image/webp');
+      return {
+        status: 'completed',
+        outputKey: key,
+        outputText: null,
+        metrics: {
+          inputSize: 2000,
+          outputSize: output.length,
+          compressionRatio: 0,
+          operationsApplied: ['encode'],
+          processingMs: 5,
+          width: 10,
+          height: 10,
+        },
+        usage: { inputBytes: 2000, megapixels: 0.0001 },
+      };
+    });
+    const request = imageRequest(
+      accountId,
+      harness.addUpload(accountId, 'photo.png', 2000, 'image/png'),
+    );
+
+    const answer = await harness.createJob(request);
+
+    expect(answer.httpStatus).toBe(200);
+    expect(answer.job.status).toBe('completed');
+    const url = answer.job.result?.outputUrl as string;
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-disposition')).toBe('attachment; filename="result.webp"');
+    expect(Buffer.from(await response.arrayBuffer())).toEqual(output);
+  });
+});

@@ -1,0 +1,254 @@
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import type { Msg, Subscription } from '@nats-io/nats-core';
+import {
+  connectMongo,
+  connectNats,
+  createLogger,
+  type Db,
+  type EndpointRequest,
+  type MongoClient,
+  type NatsConnection,
+  ObjectStore,
+  provisionIndexes,
+  provisionTopology,
+  Rpc,
+} from '@tamp/kit';
+import {
+  billingEndpoints,
+  type ConsumedUpload,
+  createTopology,
+  type InlineWorkReply,
+  type JobWorkMessage,
+  jobEndpoints,
+  MB,
+  newId,
+  ServiceError,
+  STORAGE_LIFECYCLE_RULES,
+  type Topology,
+  uploadEndpoints,
+} from '@tamp/proto';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { JOB_INDEXES } from '../src/adapters/job-repository';
+import type { JobSettings } from '../src/context';
+import { type RunningJobService, startJobService } from '../src/service';
+
+export type CreateJobInput = EndpointRequest<(typeof jobEndpoints)['createJob']>;
+
+/**
+ * Real NATS, FerretDB and MinIO for one test file, the job service in-process, and small real
+ * NATS responders standing in for the peer services (billing, upload, inline workers).
+ */
+export class JobHarness {
+  readonly infrastructure = isolatedInfrastructure();
+  readonly logger = createLogger('job-test', 'silent');
+  topology!: Topology;
+  serviceNats!: NatsConnection;
+  peerNats!: NatsConnection;
+  mongo!: MongoClient;
+  db!: Db;
+  store!: ObjectStore;
+  rpc!: Rpc;
+  jsm!: JetStreamManager;
+  service!: RunningJobService;
+
+  /** Billing double: credits per account (unknown accounts have plenty), calls as received. */
+  readonly credits = new Map<string, number>();
+  readonly reserveCalls: EndpointRequest<typeof billingEndpoints.reserveCredits>[] = [];
+  readonly refundCalls: EndpointRequest<typeof billingEndpoints.refundCredits>[] = [];
+  private readonly reserved = new Map<string, number>();
+  /** Upload double: consumable uploads by id. */
+  readonly uploads = new Map<string, ConsumedUpload & { accountId: string }>();
+
+  async start(settings: Partial<JobSettings> = {}): Promise<void> {
+    const { infrastructure, logger } = this;
+    this.topology = createTopology(infrastructure.namespace);
+    this.serviceNats = await connectNats({ url: infrastructure.natsUrl, name: 'job', logger });
+    this.peerNats = await connectNats({ url: infrastructure.natsUrl, name: 'peers', logger });
+    await provisionTopology(this.serviceNats, this.topology);
+    this.jsm = await jetstreamManager(this.peerNats);
+    ({ client: this.mongo, db: this.db } = await connectMongo({
+      url: infrastructure.mongoUrl,
+      database: infrastructure.database,
+      appName: 'job-test',
+    }));
+    await provisionIndexes(this.db, JOB_INDEXES);
+    this.store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
+    await this.store.provision(STORAGE_LIFECYCLE_RULES);
+    this.servePeers();
+    await this.peerNats.flush();
+    this.service = await startJobService({
+      db: this.db,
+      nats: this.serviceNats,
+      topology: this.topology,
+      rpc: new Rpc(this.serviceNats, this.topology, logger),
+      store: this.store,
+      logger,
+      settings: { inlineReplyTimeoutMs: 1_500, retryBaseMs: 100, sweepIntervalMs: 0, ...settings },
+    });
+    this.rpc = new Rpc(this.peerNats, this.topology, logger);
+  }
+
+  async stop(): Promise<void> {
+    await this.service?.stop();
+    await this.db?.dropDatabase().catch(() => undefined);
+    await this.mongo?.close();
+    await Promise.all([this.serviceNats?.close(), this.peerNats?.close()]);
+  }
+
+  private servePeers(): void {
+    const peers = new Rpc(this.peerNats, this.topology, this.logger);
+    peers.serve(billingEndpoints.reserveCredits, async (request) => {
+      this.reserveCalls.push(request);
+      const already = this.reserved.get(request.jobId);
+      if (already !== undefined) return { reserved: already, replayed: true };
+      const balance = this.credits.get(request.accountId) ?? 1_000_000;
+      if (balance < request.credits) {
+        throw new ServiceError('INSUFFICIENT_CREDITS', 'Not enough credits');
+      }
+      this.credits.set(request.accountId, balance - request.credits);
+      this.reserved.set(request.jobId, request.credits);
+      return { reserved: request.credits, replayed: false };
+    });
+    peers.serve(billingEndpoints.refundCredits, async (request) => {
+      this.refundCalls.push(request);
+      return { refunded: this.reserved.get(request.jobId) ?? 0, replayed: false };
+    });
+    peers.serve(uploadEndpoints.consumeUpload, async (request) => {
+      const upload = this.uploads.get(request.uploadId);
+      if (upload === undefined || upload.accountId !== request.accountId) {
+        throw new ServiceError('UPLOAD_NOT_FOUND', 'No such upload');
+      }
+      const { accountId: _owner, ...consumed } = upload;
+      return consumed;
+    });
+  }
+
+  /** An inline worker for `pipeline` answering with `answer(work)`; unsubscribe when done. */
+  serveInline(
+    pipeline: 'image' | 'text',
+    answer: (work: JobWorkMessage) => Promise<InlineWorkReply>,
+  ): Subscription {
+    return this.peerNats.subscribe(this.topology.subjects.inline[pipeline], {
+      queue: `worker-${pipeline}`,
+      callback: (_error, message: Msg) => {
+        void answer(message.json<JobWorkMessage>()).then((reply) =>
+          message.respond(JSON.stringify(reply)),
+        );
+      },
+    });
+  }
+
+  addUpload(accountId: string, filename: string, size: number, contentType: string): string {
+    const uploadId = newId('upload');
+    this.uploads.set(uploadId, {
+      accountId,
+      uploadId,
+      key: `uploads/${accountId}/${uploadId}`,
+      size,
+      contentType,
+      filename,
+    });
+    return uploadId;
+  }
+
+  createJob(request: CreateJobInput) {
+    return this.rpc.call(jobEndpoints.createJob, request, { timeoutMs: 20_000 });
+  }
+
+  /** Every message stored in a stream (read by sequence, so it works on work-queue streams). */
+  async streamMessages(
+    stream: string,
+  ): Promise<{ subject: string; msgId: string | undefined; body: Record<string, unknown> }[]> {
+    const { state } = await this.jsm.streams.info(stream);
+    const messages = [];
+    for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
+      const stored = await this.jsm.streams.getMessage(stream, { seq }).catch(() => null);
+      if (stored === null) continue;
+      messages.push({
+        subject: stored.subject,
+        msgId: stored.header?.get('Nats-Msg-Id') || undefined,
+        body: stored.json<Record<string, unknown>>(),
+      });
+    }
+    return messages;
+  }
+
+  async workFor(jobId: string) {
+    const all = await this.streamMessages(this.topology.streams.jobs.name);
+    return all.filter((message) => message.body.jobId === jobId);
+  }
+
+  async eventsFor(jobId: string) {
+    const all = await this.streamMessages(this.topology.streams.events.name);
+    return all.filter((message) => message.body.jobId === jobId);
+  }
+}
+
+export function newAccount(): string {
+  return newId('account');
+}
+
+const TRIM = [{ type: 'trim' as const, params: { intensity: 50 } }];
+
+export function textRequest(accountId: string, text: string, extra: Partial<CreateJobInput> = {}) {
+  return {
+    jobId: newId('job'),
+    accountId,
+    pipeline: 'text',
+    operations: TRIM,
+    source: { kind: 'text', text },
+    webhookUrl: null,
+    idempotencyKey: null,
+    requestHash: 'hash-text',
+    maxUploadBytes: 25 * MB,
+    ...extra,
+  } as CreateJobInput;
+}
+
+export function audioRequest(
+  accountId: string,
+  uploadId: string,
+  extra: Partial<CreateJobInput> = {},
+) {
+  return {
+    jobId: newId('job'),
+    accountId,
+    pipeline: 'audio',
+    operations: [{ type: 'encode' }],
+    source: { kind: 'upload', uploadId },
+    webhookUrl: null,
+    idempotencyKey: null,
+    requestHash: 'hash-audio',
+    maxUploadBytes: 25 * MB,
+    ...extra,
+  } as CreateJobInput;
+}
+
+export function imageRequest(
+  accountId: string,
+  uploadId: string,
+  extra: Partial<CreateJobInput> = {},
+) {
+  return {
+    jobId: newId('job'),
+    accountId,
+    pipeline: 'image',
+    operations: [{ type: 'encode', params: { format: 'webp' } }],
+    source: { kind: 'upload', uploadId },
+    webhookUrl: null,
+    idempotencyKey: null,
+    requestHash: 'hash-image',
+    maxUploadBytes: 25 * MB,
+    ...extra,
+  } as CreateJobInput;
+}
+
+export async function errorOf(promise: Promise<unknown>): Promise<ServiceError> {
+  const outcome = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof ServiceError))
+    throw new Error(`expected a ServiceError, got ${outcome}`);
+  return outcome;
+}

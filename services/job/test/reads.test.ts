@@ -1,0 +1,210 @@
+import type { Subscription } from '@nats-io/nats-core';
+import { jobEndpoints, MB, newId, publicJobSummary } from '@tamp/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOBS_COLLECTION } from '../src/adapters/job-repository';
+import {
+  audioRequest,
+  errorOf,
+  imageRequest,
+  JobHarness,
+  newAccount,
+  textRequest,
+} from './harness';
+
+const harness = new JobHarness();
+let failingTextWorker: Subscription;
+const accountId = newAccount();
+/** Created oldest first: audio, image, text(failed inline), audio, text(queued). */
+const created: string[] = [];
+
+beforeAll(async () => {
+  await harness.start();
+  const audio = () =>
+    harness.createJob(
+      audioRequest(accountId, harness.addUpload(accountId, 'voice.wav', 2 * MB, 'audio/wav')),
+    );
+  created.push((await audio()).job.id);
+  created.push(
+    (
+      await harness.createJob(
+        imageRequest(accountId, harness.addUpload(accountId, 'big.jpg', 6 * MB, 'image/jpeg')),
+      )
+    ).job.id,
+  );
+  failingTextWorker = harness.serveInline('text', async () => ({
+    status: 'failed',
+    error: 'bad text',
+  }));
+  created.push((await harness.createJob(textRequest(accountId, 'fails inline'))).job.id);
+  failingTextWorker.unsubscribe();
+  await harness.peerNats.flush();
+  created.push((await audio()).job.id);
+  created.push((await harness.createJob(textRequest(accountId, 'queued text'))).job.id);
+});
+afterAll(() => harness.stop());
+
+const list = (
+  query: {
+    type?: 'audio' | 'image' | 'text' | 'video';
+    status?: 'created' | 'failed';
+    limit?: number;
+    cursor?: string;
+  },
+  account = accountId,
+) => harness.rpc.call(jobEndpoints.listJobs, { accountId: account, limit: 20, ...query });
+
+describe('getJob', () => {
+  it('answers the owner with the public representation', async () => {
+    const id = created[0] as string;
+    expect(await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId: id })).toEqual({
+      id,
+      status: 'created',
+    });
+    expect(
+      await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId: created[2] as string }),
+    ).toEqual({
+      id: created[2],
+      status: 'failed',
+      error: 'bad text',
+    });
+  });
+
+  it('reports another account’s, unknown and malformed ids as JOB_NOT_FOUND', async () => {
+    for (const [account, jobId] of [
+      [newAccount(), created[0]],
+      [accountId, newId('job')],
+      [accountId, 'job_not-a-ulid'],
+      [accountId, '../../etc'],
+      [accountId, created[0]?.replace('job_', 'upl_')],
+    ] as const) {
+      const error = await errorOf(
+        harness.rpc.call(jobEndpoints.getJob, { accountId: account, jobId: jobId as string }),
+      );
+      expect(error.code).toBe('JOB_NOT_FOUND');
+    }
+  });
+
+  it('answers queued text jobs from inline text with the stored output as outputText', async () => {
+    const id = created[4] as string;
+    const key = `results/${accountId}/${id}/result.txt`;
+    await harness.store.putBuffer(key, 'queued output', 'text/plain');
+    await harness.db.collection(JOBS_COLLECTION).updateOne(
+      { _id: id as never },
+      {
+        $set: {
+          status: 'completed',
+          completedAt: new Date(),
+          result: {
+            outputKey: key,
+            outputText: null,
+            metrics: {
+              inputSize: 11,
+              outputSize: 13,
+              compressionRatio: 0.846,
+              operationsApplied: ['trim'],
+              processingMs: 1,
+            },
+            expired: false,
+          },
+          eventPublished: true,
+        },
+      },
+    );
+    const job = await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId: id });
+    expect(job.result).toEqual({
+      outputText: 'queued output',
+      metrics: {
+        inputSize: 11,
+        outputSize: 13,
+        compressionRatio: 0.846,
+        operationsApplied: ['trim'],
+        processingMs: 1,
+      },
+    });
+  });
+});
+
+describe('listJobs', () => {
+  it('lists newest first with summaries exactly per publicJobSummary', async () => {
+    const page = await list({});
+    expect(page.items.map((item) => item.id)).toEqual([...created].reverse());
+    expect(page.nextCursor).toBeNull();
+    for (const item of page.items) expect(publicJobSummary.strict().parse(item)).toEqual(item);
+    const [queuedText, audio, failedText, image] = page.items;
+    expect(audio).toEqual({
+      id: created[3],
+      type: 'audio',
+      status: 'created',
+      name: 'voice.wav',
+      createdAt: expect.any(String),
+    });
+    expect(image?.name).toBe('big.jpg');
+    expect(failedText).toEqual({
+      id: created[2],
+      type: 'text',
+      status: 'failed',
+      error: 'bad text',
+      createdAt: expect.any(String),
+      completedAt: expect.any(String),
+    });
+    // Completed: only the three size metrics, no output text or URL.
+    expect(queuedText).toEqual({
+      id: created[4],
+      type: 'text',
+      status: 'completed',
+      metrics: { inputSize: 11, outputSize: 13, compressionRatio: 0.846 },
+      createdAt: expect.any(String),
+      completedAt: expect.any(String),
+    });
+  });
+
+  it('filters by type and status; video has no jobs', async () => {
+    expect((await list({ type: 'audio' })).items.map((item) => item.id)).toEqual([
+      created[3],
+      created[0],
+    ]);
+    expect((await list({ status: 'failed' })).items.map((item) => item.id)).toEqual([created[2]]);
+    expect((await list({ type: 'image', status: 'created' })).items.map((item) => item.id)).toEqual(
+      [created[1]],
+    );
+    expect(await list({ type: 'video' })).toEqual({ items: [], nextCursor: null });
+    expect((await list({}, newAccount())).items).toEqual([]);
+  });
+
+  it('pages with an opaque cursor until nextCursor is null', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await list({ limit: 2, ...(cursor === undefined ? {} : { cursor }) });
+      seen.push(...page.items.map((item) => item.id));
+      cursor = page.nextCursor ?? undefined;
+      if (cursor !== undefined) expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+      pages++;
+    } while (cursor !== undefined);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...created].reverse());
+  });
+
+  it('rejects tampered, foreign and unknown cursors with VALIDATION_ERROR', async () => {
+    const { nextCursor } = await list({ limit: 1 });
+    const cursor = nextCursor as string;
+    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+    const otherId = newId('job');
+    const tampered = Buffer.from(`${otherId}${decoded.slice(otherId.length)}`).toString(
+      'base64url',
+    );
+    for (const bad of [
+      tampered,
+      'garbage',
+      `${cursor}x`,
+      '!!!',
+      Buffer.from(otherId).toString('base64url'),
+    ]) {
+      expect((await errorOf(list({ cursor: bad }))).code).toBe('VALIDATION_ERROR');
+    }
+    // A cursor belongs to its account and filters.
+    expect((await errorOf(list({ cursor }, newAccount()))).code).toBe('VALIDATION_ERROR');
+    expect((await errorOf(list({ cursor, type: 'audio' }))).code).toBe('VALIDATION_ERROR');
+  });
+});

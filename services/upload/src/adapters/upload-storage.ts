@@ -1,0 +1,51 @@
+import type { ObjectStore } from '@tamp/kit';
+import { LIMITS, ServiceError } from '@tamp/proto';
+import type { StoredObjectFacts } from '../domain/consumption';
+
+/**
+ * The upload service's use of the bucket. A storage failure becomes UNAVAILABLE (503 with
+ * Retry-After at the gateway) instead of an opaque INTERNAL: the client should simply retry.
+ */
+export class UploadStorage {
+  constructor(private readonly store: ObjectStore) {}
+
+  /** A PUT URL bound to the content type, valid for the spec's 15 minutes. */
+  presignPut(key: string, contentType: string): Promise<string> {
+    return this.store.presignUpload(key, contentType, LIMITS.uploadUrlTtlSeconds);
+  }
+
+  /** Size, content type and the first `headBytes` bytes of the object; undefined when absent. */
+  async inspect(key: string, headBytes: number): Promise<StoredObjectFacts | undefined> {
+    try {
+      const stat = await this.store.stat(key);
+      if (stat === undefined) return undefined;
+      // A range read of an empty object is refused by S3 (416), so read only what exists.
+      const length = Math.min(headBytes, stat.size);
+      const head = length === 0 ? new Uint8Array(0) : await this.store.readHead(key, length);
+      return { size: stat.size, contentType: stat.contentType, head };
+    } catch (error) {
+      // Deleted between the stat and the read: the same as never uploaded.
+      if (hasCode(error, 'NoSuchKey') || hasCode(error, 'NotFound')) return undefined;
+      throw unavailable(error);
+    }
+  }
+
+  /** Removes the object; removing an object that is already gone succeeds. */
+  async remove(key: string): Promise<void> {
+    try {
+      await this.store.remove(key);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+}
+
+function unavailable(cause: unknown): ServiceError {
+  const error = new ServiceError('UNAVAILABLE', 'Storage is unavailable; retry shortly');
+  error.cause = cause;
+  return error;
+}
+
+function hasCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}
