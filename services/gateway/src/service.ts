@@ -48,7 +48,8 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
     waiters,
     authenticator,
     limiter,
-    createJobTimeoutMs: dependencies.createJobTimeoutMs ?? 15_000,
+    // Above the job service's own budgets: a 30 s credit reservation plus a 10 s inline run.
+    createJobTimeoutMs: dependencies.createJobTimeoutMs ?? 45_000,
   });
   // Long-polls answer at once when the server starts closing, instead of holding shutdown.
   publicApp.addHook('preClose', async () => waiters.wakeAll());

@@ -9,6 +9,12 @@ export interface JobSettings {
   retryBaseMs: number;
   /** How long an inline worker may take before the job is queued instead. */
   inlineReplyTimeoutMs: number;
+  /**
+   * How long a credit reservation may take. Generous on purpose: billing serializes its
+   * writes on FerretDB (about 60 ms each), so a burst of 200 creations queues for seconds; a
+   * reservation given up on mid-flight could still be applied after the job was abandoned.
+   */
+  reserveTimeoutMs: number;
   /** How long a concurrent twin of a keyed request waits for the claimed job to appear. */
   idempotencyWaitMs: number;
   /** A claim this old without its job is taken to be orphaned (its claimant died). */

@@ -182,12 +182,16 @@ export class JobCreation {
     const inline =
       route === 'inline' || (route === 'by-input-size' && imageInputFitsInline(inputBytes));
     // INSUFFICIENT_CREDITS propagates from here, before anything is stored.
-    await rpc.call(billingEndpoints.reserveCredits, {
-      accountId: request.accountId,
-      jobId: request.jobId,
-      pipeline: request.pipeline,
-      credits: creditCost(request.pipeline, inputBytes),
-    });
+    await rpc.call(
+      billingEndpoints.reserveCredits,
+      {
+        accountId: request.accountId,
+        jobId: request.jobId,
+        pipeline: request.pipeline,
+        credits: creditCost(request.pipeline, inputBytes),
+      },
+      { timeoutMs: this.context.settings.reserveTimeoutMs },
+    );
     const now = clock();
     const job: JobDocument = {
       _id: request.jobId,

@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { freePort } from '../../scripts/infra/launcher';
+import {
+  type RunningServices,
+  type ServiceName,
+  startServices,
+} from '../../scripts/stack/services';
+import { isolatedInfrastructure } from './infrastructure';
+
+export interface ApiResponse<Data = unknown> {
+  status: number;
+  headers: Headers;
+  body: {
+    success: boolean;
+    data?: Data;
+    error?: { code: string; message: string; details?: unknown };
+  };
+}
+
+export interface TestAccount {
+  accountId: string;
+  apiKey: string;
+  webhookSecret: string;
+}
+
+/**
+ * Every Tamp service as its own process, against this test file's private database, bucket and
+ * NATS namespace on the shared servers: the system as an API client meets it.
+ */
+export async function startTestStack(options: { env?: Record<string, string> } = {}) {
+  const infrastructure = isolatedInfrastructure();
+  const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
+  const adminToken = randomBytes(16).toString('hex');
+  const logs = new Map<ServiceName, string[]>();
+  const services: RunningServices = await startServices({
+    infrastructure,
+    publicPort,
+    adminPort,
+    env: {
+      ...infrastructure.serviceEnv,
+      ADMIN_TOKEN: adminToken,
+      LOG_LEVEL: 'warn',
+      JOB_RETRY_BASE_MS: '200',
+      ...options.env,
+    },
+    onLine: (service, line) => {
+      const lines = logs.get(service) ?? [];
+      lines.push(line);
+      if (lines.length > 200) lines.shift();
+      logs.set(service, lines);
+    },
+  });
+  try {
+    await services.waitUntilReady(120_000);
+  } catch (error) {
+    await services.stop();
+    throw new Error(`${(error as Error).message}\n${dumpLogs(logs)}`);
+  }
+
+  async function request<Data>(
+    baseUrl: string,
+    method: string,
+    path: string,
+    init: { body?: unknown; token?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse<Data>> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: text === '' ? {} : JSON.parse(text),
+    };
+  }
+
+  return {
+    infrastructure,
+    services,
+    publicUrl: services.publicUrl,
+    adminUrl: services.adminUrl,
+    adminToken,
+    logs: () => dumpLogs(logs),
+    api: <Data = unknown>(method: string, path: string, init?: Parameters<typeof request>[3]) =>
+      request<Data>(services.publicUrl, method, path, init),
+    admin: <Data = unknown>(method: string, path: string, body?: unknown) =>
+      request<Data>(services.adminUrl, method, path, { body, token: adminToken }),
+    async createAccount(
+      body: { plan?: 'free' | 'pro'; credits?: number; webhookUrl?: string } = {},
+    ): Promise<TestAccount> {
+      const response = await request<TestAccount>(services.adminUrl, 'POST', '/admin/accounts', {
+        body,
+        token: adminToken,
+      });
+      if (response.status !== 201 && response.status !== 200) {
+        throw new Error(
+          `account creation failed: ${response.status} ${JSON.stringify(response.body)}`,
+        );
+      }
+      return response.body.data!;
+    },
+    stop: () => services.stop(),
+  };
+}
+
+export type TestStack = Awaited<ReturnType<typeof startTestStack>>;
+
+function dumpLogs(logs: Map<ServiceName, string[]>): string {
+  return [...logs]
+    .map(([service, lines]) =>
+      lines
+        .slice(-30)
+        .map((line) => `${service} | ${line}`)
+        .join('\n'),
+    )
+    .join('\n');
+}
+
+/** POST /v1/upload then PUT the bytes exactly as a client would; returns the upload id. */
+export async function uploadFile(
+  stack: TestStack,
+  apiKey: string,
+  filename: string,
+  bytes: Buffer,
+): Promise<string> {
+  const created = await stack.api<{ id: string; uploadUrl: string; contentType: string }>(
+    'POST',
+    '/v1/upload',
+    {
+      token: apiKey,
+      body: { filename, size: bytes.length },
+    },
+  );
+  if (created.status !== 200)
+    throw new Error(`upload failed: ${created.status} ${JSON.stringify(created.body)}`);
+  const { id, uploadUrl, contentType } = created.body.data!;
+  const put = await fetch(uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': contentType },
+    body: bytes,
+  });
+  if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
+  return id;
+}
