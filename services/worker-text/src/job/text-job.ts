@@ -1,0 +1,121 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { storageKeys } from '@tamp/proto';
+import type { ObjectStore } from '../../../kit/src';
+import { extractPdfText, PdfTextExtractionError } from '../adapters/pdf';
+import { runTextPipeline } from '../domain/pipeline';
+
+export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
+
+export interface TextJobOptions {
+  store: Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
+  /**
+   * Largest output (UTF-8 bytes) returned as `outputText` for a `stored-text` job; a larger one
+   * is only in the result object. Keeps completions far below NATS' max payload (1 MB by
+   * default) and job documents below MongoDB's 16 MB.
+   */
+  maxOutputTextBytes: number;
+}
+
+interface TextInput {
+  text: string;
+  inputSize: number;
+  /** Where the output goes: back as text (inline `text` sources) or into a `.txt` object. */
+  source: 'message' | 'stored-text' | 'upload';
+}
+
+/**
+ * A text job. Output placement:
+ * - `text` input (fast path, in the message): `outputText` only, no object.
+ * - `stored-text` input (large inline text): always `results/<a>/<j>/result.txt`, and also
+ *   `outputText` when it is at most `maxOutputTextBytes`; above that `outputText` is null and
+ *   the job service must serve `result.outputText` from `outputKey`.
+ * - `upload` (`.txt` read as UTF-8, `.pdf` through text extraction): `result.txt` only.
+ */
+export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
+  return async (work, { workDir }) => {
+    const startedAt = performance.now();
+    if (work.pipeline !== 'text') {
+      throw new PermanentJobError(`The text worker cannot run a ${work.pipeline} job`);
+    }
+    const input = await readInput(work.input, workDir, options.store);
+    const result = runTextPipeline(input.text, work.operations);
+    const outputSize = Buffer.byteLength(result.text, 'utf8');
+
+    let outputKey: string | null = null;
+    let outputText: string | null = result.text;
+    if (input.source !== 'message') {
+      outputKey = storageKeys.result(work.accountId, work.jobId, 'txt');
+      const outputPath = join(workDir, 'result.txt');
+      await writeFile(outputPath, result.text, 'utf8');
+      await options.store.uploadFile(outputKey, outputPath, TEXT_CONTENT_TYPE);
+      const returnText = input.source === 'stored-text' && outputSize <= options.maxOutputTextBytes;
+      outputText = returnText ? result.text : null;
+    }
+    return {
+      outputKey,
+      outputText,
+      metrics: {
+        inputSize: input.inputSize,
+        outputSize,
+        compressionRatio: compressionRatio(input.inputSize, outputSize),
+        operationsApplied: result.operationsApplied,
+        processingMs: Math.round(performance.now() - startedAt),
+        tokensIn: result.tokensIn,
+        tokensOut: result.tokensOut,
+      },
+      usage: { inputBytes: input.inputSize, characters: result.charactersIn },
+    };
+  };
+}
+
+async function readInput(
+  input: Parameters<ProcessJob>[0]['input'],
+  workDir: string,
+  store: TextJobOptions['store'],
+): Promise<TextInput> {
+  switch (input.kind) {
+    case 'text':
+      return {
+        text: input.text,
+        inputSize: Buffer.byteLength(input.text, 'utf8'),
+        source: 'message',
+      };
+    case 'stored-text': {
+      const path = join(workDir, 'input.txt');
+      await store.downloadToFile(input.key, path);
+      return {
+        text: await readUtf8(path),
+        inputSize: (await stat(path)).size,
+        source: 'stored-text',
+      };
+    }
+    case 'upload': {
+      const extension = extname(input.filename).toLowerCase();
+      const path = join(workDir, `input${extension}`);
+      await store.downloadToFile(input.key, path);
+      const inputSize = (await stat(path)).size;
+      if (extension === '.txt') return { text: await readUtf8(path), inputSize, source: 'upload' };
+      if (extension === '.pdf') {
+        try {
+          return { text: await extractPdfText(path), inputSize, source: 'upload' };
+        } catch (error) {
+          // Not a PDF, encrypted or unreadable: the same file will fail the same way again.
+          if (error instanceof PdfTextExtractionError) {
+            throw new PermanentJobError(error.message.replace(/^input\.pdf/, input.filename), {
+              cause: error,
+            });
+          }
+          throw error;
+        }
+      }
+      throw new PermanentJobError(`A text job cannot read ${extension || 'extensionless'} files`);
+    }
+  }
+}
+
+/** UTF-8 with the byte-order mark dropped; invalid sequences become U+FFFD. */
+async function readUtf8(path: string): Promise<string> {
+  return new TextDecoder('utf-8').decode(await readFile(path));
+}

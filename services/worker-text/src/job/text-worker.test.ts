@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { createTopology, inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
+import {
+  connectNats,
+  type NatsConnection,
+  ObjectStore,
+  provisionTopology,
+  Rpc,
+} from '../../../kit/src';
+import { JobServiceDouble } from '../../../kit/src/job-worker/job-service-double.test-support';
+import { startTextWorker } from '../service';
+
+const infrastructure = isolatedInfrastructure();
+const topology = createTopology(infrastructure.namespace);
+const logger = pino({ level: 'silent' });
+let nats: NatsConnection;
+let store: ObjectStore;
+let jobService: JobServiceDouble;
+let worker: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  nats = await connectNats({ url: infrastructure.natsUrl, name: 'text-worker-test', logger });
+  await provisionTopology(nats, topology);
+  store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
+  await store.provision([]);
+  jobService = new JobServiceDouble(nats, topology, 100);
+  worker = await startTextWorker({
+    config: {
+      WORKER_CONCURRENCY: 2,
+      WORKER_INLINE_CONCURRENCY: 2,
+      WORKER_TEMP_DIR: await mkdtemp(join(tmpdir(), 'tamp-text-worker-')),
+      WORKER_STOP_GRACE_MS: 5_000,
+      TEXT_MAX_OUTPUT_TEXT_BYTES: 1024,
+    },
+    nats,
+    topology,
+    rpc: new Rpc(nats, topology, logger),
+    store,
+    logger,
+    metrics: new Registry(),
+  });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await jobService.close();
+  const manager = await jetstreamManager(nats);
+  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
+  await nats.close();
+});
+
+function textJob(input: JobWorkMessage['input']): JobWorkMessage {
+  return {
+    jobId: `job_${randomUUID()}`,
+    accountId: 'acc_txt',
+    createdAt: new Date().toISOString(),
+    pipeline: 'text',
+    input,
+    operations: [{ type: 'trim', params: { intensity: 30 } }],
+  };
+}
+
+const MESSY = 'Hello    world.  \r\n\r\n\r\n\r\nSecond   paragraph with 42 words.   \n';
+const TRIMMED = 'Hello world.\n\nSecond paragraph with 42 words.';
+
+describe('worker-text', () => {
+  it('answers an inline request with outputText, token counts and usage', async () => {
+    const message = textJob({ kind: 'text', text: MESSY });
+    const reply = await nats.request(topology.subjects.inline.text, JSON.stringify(message), {
+      timeout: 10_000,
+    });
+    const body = inlineWorkReply.parse(reply.json());
+    expect(body).toMatchObject({ status: 'completed', outputKey: null, outputText: TRIMMED });
+    if (body.status !== 'completed') return;
+    expect(body.metrics).toMatchObject({
+      inputSize: Buffer.byteLength(MESSY),
+      outputSize: Buffer.byteLength(TRIMMED),
+      operationsApplied: ['trim'],
+    });
+    expect(body.metrics.tokensIn).toBeGreaterThan(body.metrics.tokensOut as number);
+    expect(body.usage).toEqual({ inputBytes: Buffer.byteLength(MESSY), characters: MESSY.length });
+  });
+
+  it('answers an invalid inline request with failed', async () => {
+    const reply = await nats.request(topology.subjects.inline.text, '{"jobId":1}', {
+      timeout: 10_000,
+    });
+    expect(inlineWorkReply.parse(reply.json()).status).toBe('failed');
+  });
+
+  it('writes a queued .txt upload to result.txt and returns no outputText', async () => {
+    const uploadKey = `uploads/acc_txt/${randomUUID()}`;
+    await store.putBuffer(uploadKey, MESSY, 'text/plain');
+    const message = textJob({
+      kind: 'upload',
+      uploadId: 'upl_t',
+      key: uploadKey,
+      size: MESSY.length,
+      contentType: 'text/plain',
+      filename: 'notes.TXT',
+    });
+    jobService.create(message);
+    await jetstream(nats).publish(topology.subjects.jobs.text, JSON.stringify(message), {
+      msgID: message.jobId,
+    });
+    const job = await jobService.until(() => {
+      const found = jobService.jobs.get(message.jobId);
+      return found?.status === 'completed' && found;
+    });
+    const completion = job.completions[0]!;
+    expect(completion.outputKey).toBe(`results/acc_txt/${message.jobId}/result.txt`);
+    expect(completion.outputText).toBeNull();
+    expect((await store.getBuffer(completion.outputKey!)).toString('utf8')).toBe(TRIMMED);
+    expect((await store.stat(completion.outputKey!))?.contentType).toBe(
+      'text/plain; charset=utf-8',
+    );
+  });
+
+  it('fails a file that is not a PDF permanently', async () => {
+    const uploadKey = `uploads/acc_txt/${randomUUID()}`;
+    await store.putBuffer(uploadKey, 'plain words', 'application/pdf');
+    const message = textJob({
+      kind: 'upload',
+      uploadId: 'upl_p',
+      key: uploadKey,
+      size: 11,
+      contentType: 'application/pdf',
+      filename: 'report.pdf',
+    });
+    jobService.create(message);
+    await jetstream(nats).publish(topology.subjects.jobs.text, JSON.stringify(message), {
+      msgID: message.jobId,
+    });
+    const job = await jobService.until(() => {
+      const found = jobService.jobs.get(message.jobId);
+      return found?.status === 'failed' && found;
+    });
+    expect(job.failures).toEqual([
+      { attempt: 1, permanent: true, error: 'report.pdf is not a PDF file (no %PDF- header)' },
+    ]);
+  });
+
+  it('stores large stored-text output and returns outputText only under the size cap', async () => {
+    const big = `${'word   '.repeat(400)}\n`;
+    const inputKey = `inputs/acc_txt/${randomUUID()}`;
+    await store.putBuffer(inputKey, big, 'text/plain');
+    const message = textJob({ kind: 'stored-text', key: inputKey, size: big.length });
+    const reply = await nats.request(topology.subjects.inline.text, JSON.stringify(message), {
+      timeout: 10_000,
+    });
+    const body = inlineWorkReply.parse(reply.json());
+    if (body.status !== 'completed') throw new Error(JSON.stringify(body));
+    expect(body.outputText).toBeNull(); // 1599 bytes > the 1024-byte cap of this test
+    expect(body.outputKey).toBe(`results/acc_txt/${message.jobId}/result.txt`);
+    expect((await store.getBuffer(body.outputKey!)).toString('utf8')).toBe(
+      `${'word '.repeat(399)}word`,
+    );
+  });
+});
