@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { monotonicFactory } from 'ulid';
 
 /** Every public id carries a type prefix and a sortable ULID body, e.g. `job_01J…`. */
 export const ID_PREFIXES = {
@@ -11,6 +11,12 @@ export const ID_PREFIXES = {
 export type IdKind = keyof typeof ID_PREFIXES;
 
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/**
+ * Monotonic within a millisecond, so ids made in the same millisecond still sort in creation
+ * order (job lists are ordered by id).
+ */
+const ulid = monotonicFactory();
 
 export function newId(kind: IdKind, now: number = Date.now()): string {
   return `${ID_PREFIXES[kind]}_${ulid(now)}`;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PIPELINES } from './limits';
+import { JOB_STATUSES, PIPELINES } from './limits';
 import { audioOperationSchema } from './pipelines/audio';
 import { imageOperationSchema } from './pipelines/image';
 import { textOperationSchema } from './pipelines/text';
@@ -91,5 +91,5 @@ export const jobEvent = z.object({
 export type JobEvent = z.infer<typeof jobEvent>;
 
 /** Body of `notify.job.<id>`: just enough for a long-poll to re-read the job. */
-export const jobNotification = z.object({ jobId: z.string(), status: z.string() });
+export const jobNotification = z.object({ jobId: z.string(), status: z.enum(JOB_STATUSES) });
 export type JobNotification = z.infer<typeof jobNotification>;

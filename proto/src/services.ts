@@ -28,6 +28,9 @@ function endpoint<Request extends z.ZodType, Response extends z.ZodType>(
   return { service, name, request, response };
 }
 
+/** Webhook targets: absolute http(s) URLs only (the webhook service applies its target policy on top). */
+export const httpUrl = z.url({ protocol: /^https?$/ });
+
 export const PLANS = ['free', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];
 
@@ -97,7 +100,7 @@ export const billingEndpoints = {
     z.object({
       plan: z.enum(PLANS).default('free'),
       credits: z.number().int().nonnegative().optional(),
-      webhookUrl: z.url().nullable().optional(),
+      webhookUrl: httpUrl.nullable().optional(),
     }),
     z.object({ accountId: z.string(), apiKey: z.string(), webhookSecret: z.string() }),
   ),
@@ -107,7 +110,7 @@ export const billingEndpoints = {
     z.object({
       accountId: z.string(),
       plan: z.enum(PLANS).optional(),
-      webhookUrl: z.url().nullable().optional(),
+      webhookUrl: httpUrl.nullable().optional(),
     }),
     accountView,
   ),
@@ -156,10 +159,11 @@ export const uploadEndpoints = {
     publicUpload,
   ),
   /**
-   * The spec's checks at first consumption, in order: exists (409 UPLOAD_NOT_COMPLETED), real
-   * size (413), leading bytes match the kind (422), age (410) — with an unknown id or another
-   * account's id as UPLOAD_NOT_FOUND — plus the pipeline accepting the extension (422).
-   * The outcome of the first consumption is stored; later jobs reuse it (until 24 h).
+   * Checks, in this order: unknown, malformed or another account's id (404 UPLOAD_NOT_FOUND);
+   * an extension the pipeline does not take (422 INVALID_FORMAT); older than 24 h (410
+   * UPLOAD_EXPIRED); then the spec's first-consumption checks: the object exists (409
+   * UPLOAD_NOT_COMPLETED), real size within the plan (413), leading bytes match the kind (422).
+   * The facts of the first consumption are stored; later jobs reuse them (until 24 h).
    */
   consumeUpload: endpoint(
     'upload',

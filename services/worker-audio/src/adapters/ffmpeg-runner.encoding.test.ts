@@ -109,6 +109,17 @@ describe('spec presets', () => {
       expect(result.durationOutSec).toBeLessThan((podcast.durationSec - 4.8) / rate);
       expect(result.outputSize).toBeLessThan(result.inputSize / 20);
       expect(result.integratedLufsOut).toBeDefined();
+      // The preset's loudness target holds at the output, compression included (make-up
+      // gain). Speech cannot reach -10 LUFS with peaks held under the -1.5 dBFS ceiling, so the
+      // aggressive preset is bounded by the limiter (README: "Very loud targets").
+      const target = chain.findLast((o) => o.type === 'normalize');
+      if (target?.type === 'normalize') {
+        const measured = await runner.measureLoudness(outputPath);
+        const level = target.params.targetLevel;
+        const shortfallAllowed = level > -12 ? 2.5 : 1.5;
+        expect(measured?.integratedLufs).toBeGreaterThan(level - shortfallAllowed);
+        expect(measured?.integratedLufs).toBeLessThan(level + 1.5);
+      }
       expect(result.operationsApplied).toEqual(chain.map((o) => o.type));
       expect(new Set(progress).size).toBe(result.passes);
     },

@@ -11,6 +11,7 @@ import {
   speedupFilter,
 } from './audio-filters';
 import {
+  type NormalizeOperation,
   type ProcessingOperation,
   type ResolvedAudioOperation,
   validateResolvedChain,
@@ -108,6 +109,7 @@ function appliedFilter(
   index: number,
   measurements: MeasurementMap,
   output: EncoderSettings,
+  makeupTarget: NormalizeOperation | null,
 ): string | null {
   switch (operation.type) {
     case 'trim-silence':
@@ -122,23 +124,51 @@ function appliedFilter(
         ? peakNormalizeFilter(operation, measured)
         : loudnessNormalizeFilter(operation, measured, corrections(measurements, index));
     }
-    case 'compress':
-      return compressorFilter(operation);
+    case 'compress': {
+      const compressor = compressorFilter(operation);
+      if (makeupTarget === null) return compressor;
+      // Make-up gain: bring the compressed signal back to the loudness the chain set earlier.
+      const makeup = loudnessNormalizeFilter(
+        makeupTarget,
+        loudness(measurements, measurementKey.level(index)),
+        corrections(measurements, index),
+      );
+      return makeup === null ? compressor : `${compressor},${makeup}`;
+    }
     case 'speedup':
       return speedupFilter(operation);
   }
 }
 
+/**
+ * A compressor lowers integrated loudness; after a loudness normalize earlier in the chain
+ * (every preset that compresses has one) it restores that target as make-up gain, so a preset's
+ * output lands at its stated level. Without an earlier loudness target the compressor is left
+ * as the user asked.
+ */
+export function compressorMakeupTargets(
+  processing: readonly ProcessingOperation[],
+): (NormalizeOperation | null)[] {
+  let target: NormalizeOperation | null = null;
+  return processing.map((operation) => {
+    if (operation.type === 'normalize') target = operation.params.peakNormalize ? null : operation;
+    return operation.type === 'compress' ? target : null;
+  });
+}
+
 export function buildProcessingPlan(chain: readonly ResolvedAudioOperation[]): AudioProcessingPlan {
   const { processing, encode } = validateResolvedChain(chain);
   const output = encoderSettings(encode);
+  const makeupTargets = compressorMakeupTargets(processing);
 
   const graph = (upTo: number, measurements: MeasurementMap, ...tail: (string | null)[]) =>
     [
       preludeFilter(output),
       ...processing
         .slice(0, upTo)
-        .map((operation, index) => appliedFilter(operation, index, measurements, output)),
+        .map((operation, index) =>
+          appliedFilter(operation, index, measurements, output, makeupTargets[index] ?? null),
+        ),
       ...tail,
     ]
       .filter((fragment): fragment is string => fragment !== null)
@@ -160,18 +190,51 @@ export function buildProcessingPlan(chain: readonly ResolvedAudioOperation[]): A
         createCollector: silenceDetectCollector,
       });
     }
+    const makeupTarget = makeupTargets[index] ?? null;
+    if (operation.type === 'compress' && makeupTarget !== null) {
+      // Measured after the compressor, which is what the make-up gain corrects.
+      pushLoudnessSteps(index, position, makeupTarget, compressorFilter(operation));
+      return;
+    }
     if (operation.type !== 'normalize') return;
-    steps.push({
+    if (operation.params.peakNormalize) {
+      steps.push(levelStep(index, position, null));
+      return;
+    }
+    pushLoudnessSteps(index, position, operation, null);
+  });
+
+  function levelStep(
+    index: number,
+    position: string,
+
+    preFilter: string | null,
+  ): MeasureStep {
+    return {
       kind: 'measure',
       key: measurementKey.level(index),
       label: `measure level for ${position}`,
       shouldRun: () => true,
-      invocation: (m) => ({ filterGraph: graph(index, m, levelScanFilter()), output: null }),
+      invocation: (m) => ({
+        filterGraph: graph(index, m, preFilter, levelScanFilter()),
+        output: null,
+      }),
       createCollector: ebur128SummaryCollector,
-    });
-    if (operation.params.peakNormalize) return;
-    // The limiter that keeps peaks under the ceiling also lowers loudness; measure what
-    // actually came out and add the shortfall to the gain.
+    };
+  }
+
+  /**
+   * A level pass, then up to MAX_LOUDNESS_CORRECTIONS passes that measure what actually came
+   * out: the limiter that keeps peaks under the ceiling also lowers loudness, and its
+   * shortfall is added to the gain.
+   */
+  function pushLoudnessSteps(
+    index: number,
+    position: string,
+    target: NormalizeOperation,
+    preFilter: string | null,
+  ): void {
+    steps.push(levelStep(index, position, preFilter));
     for (let round = 1; round <= MAX_LOUDNESS_CORRECTIONS; round++) {
       steps.push({
         kind: 'measure',
@@ -179,12 +242,12 @@ export function buildProcessingPlan(chain: readonly ResolvedAudioOperation[]): A
         label: `correct loudness for ${position} (round ${round})`,
         shouldRun: (m) => {
           const measured = loudness(m, measurementKey.level(index));
-          if (!loudnessNeedsLimiter(operation, measured)) return false;
+          if (!loudnessNeedsLimiter(target, measured)) return false;
           if (round === 1) return true;
           const previous = m.get(measurementKey.correction(index, round - 1));
           if (previous?.kind !== 'loudness' || previous.integratedLufs === null) return false;
           return (
-            Math.abs(operation.params.targetLevel - previous.integratedLufs) > LOUDNESS_TOLERANCE_LU
+            Math.abs(target.params.targetLevel - previous.integratedLufs) > LOUDNESS_TOLERANCE_LU
           );
         },
         invocation: (m) => ({
@@ -194,7 +257,8 @@ export function buildProcessingPlan(chain: readonly ResolvedAudioOperation[]): A
         createCollector: ebur128SummaryCollector,
       });
     }
-  });
+  }
+
   steps.push({
     kind: 'encode',
     label: `encode ${output.format} ${output.bitrateKbps} kbit/s`,
