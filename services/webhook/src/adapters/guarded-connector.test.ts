@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,9 +12,41 @@ import { createGuardedConnector, TargetRefusedError } from './guarded-connector'
 import type { HostnameResolver } from './hostname-resolver';
 import { startReceiver } from './loopback-receiver.test-support';
 
-// A self-signed certificate for the name hooks.test only (test fixture, valid 2020–2120).
-const certificate = readFileSync(new URL('./fixtures/hooks-test.cert.pem', import.meta.url));
-const privateKey = readFileSync(new URL('./fixtures/hooks-test.key.pem', import.meta.url));
+/**
+ * A self-signed certificate for the name hooks.test only, made for this run: no private key is
+ * kept in the repository.
+ */
+function selfSignedCertificate(name: string): { certificate: Buffer; privateKey: Buffer } {
+  const directory = mkdtempSync(join(tmpdir(), 'tamp-tls-'));
+  const keyPath = join(directory, 'key.pem');
+  const certificatePath = join(directory, 'cert.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certificatePath,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=DNS:${name}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { certificate: readFileSync(certificatePath), privateKey: readFileSync(keyPath) };
+}
+
+const { certificate, privateKey } = selfSignedCertificate('hooks.test');
 
 const resolveTo =
   (table: Record<string, string[]>): HostnameResolver =>
