@@ -28,8 +28,11 @@ function endpoint<Request extends z.ZodType, Response extends z.ZodType>(
   return { service, name, request, response };
 }
 
-/** Webhook targets: absolute http(s) URLs only (the webhook service applies its target policy on top). */
-export const httpUrl = z.url({ protocol: /^https?$/ });
+/**
+ * Webhook targets: absolute http(s) URLs only, IPv6 literals included; whether a target may be
+ * reached is the webhook service's target policy, checked at delivery time.
+ */
+export const httpUrl = z.url({ protocol: /^https?$/ }).max(2048);
 
 export const PLANS = ['free', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];

@@ -4,6 +4,12 @@
  */
 export const storageKeys = {
   upload: (accountId: string, uploadId: string) => `uploads/${accountId}/${uploadId}`,
+  /**
+   * The copy of an upload taken at its first consumption. Jobs read only this: the client's
+   * presigned PUT stays valid for 15 minutes and could replace the original after the checks.
+   */
+  checkedUpload: (accountId: string, uploadId: string) =>
+    `uploads/${accountId}/${uploadId}.checked`,
   input: (accountId: string, jobId: string) => `inputs/${accountId}/${jobId}`,
   result: (accountId: string, jobId: string, extension: string) =>
     `results/${accountId}/${jobId}/result.${extension}`,

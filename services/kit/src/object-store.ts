@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { Client } from 'minio';
+import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio';
 
 export interface ObjectStoreConfig {
   endpoint: string;
@@ -154,6 +154,20 @@ export class ObjectStore {
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks);
+  }
+
+  /** Server-side copy within the bucket; undefined when the source does not exist. */
+  async copy(sourceKey: string, targetKey: string): Promise<true | undefined> {
+    try {
+      await this.client.copyObject(
+        new CopySourceOptions({ Bucket: this.bucket, Object: sourceKey }),
+        new CopyDestinationOptions({ Bucket: this.bucket, Object: targetKey }),
+      );
+      return true;
+    } catch (error) {
+      if (isCode(error, 'NoSuchKey') || isCode(error, 'NotFound')) return undefined;
+      throw error;
+    }
   }
 
   async remove(key: string): Promise<void> {

@@ -195,11 +195,23 @@ describe('consumeUpload', () => {
     expect((await put(upload, body)).status).toBe(200);
     expect(await consume(upload.id, 'image')).toEqual({
       uploadId: upload.id,
-      key: storageKeys.upload(account, upload.id),
+      key: storageKeys.checkedUpload(account, upload.id),
       size: 3000,
       contentType: 'image/png',
       filename: 'photo.png',
     });
+  });
+
+  it('gives jobs the checked copy: bytes PUT again with the still-valid URL never reach them', async () => {
+    const checked = fileOf('png', 2000);
+    const upload = await create('swap.png', 10);
+    expect((await put(upload, checked)).status).toBe(200);
+    const first = await consume(upload.id, 'image');
+    // The upload URL is valid for 15 minutes: replace the object with something else.
+    expect((await put(upload, Buffer.alloc(50_000, 7))).status).toBe(200);
+    const again = await consume(upload.id, 'image');
+    expect(again).toEqual(first);
+    expect(await store.getBuffer(again.key)).toEqual(checked);
   });
 
   it('answers 409 before the PUT without storing it, and passes after the PUT', async () => {

@@ -3,6 +3,7 @@ import { STORAGE_LIFECYCLE_RULES, storageKeys } from '@tamp/proto';
 import type { UploadRepository } from './adapters/upload-repository';
 import type { UploadStorage } from './adapters/upload-storage';
 import type { Clock } from './uploads';
+import { checkedKeyOf } from './uploads';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -39,6 +40,7 @@ export class UploadSweeper {
       for (const upload of batch) {
         // Object first: if deleting the document then fails, the next pass finds it again.
         await this.storage.remove(upload.key);
+        await this.storage.remove(checkedKeyOf(upload));
         await this.repository.delete(upload.id);
         removed++;
       }

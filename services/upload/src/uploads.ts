@@ -79,7 +79,11 @@ export class Uploads {
     const upload = checkAvailability(found, request, now);
     let consumption = upload.consumption;
     if (consumption === null) {
-      const object = await this.storage.inspect(upload.key, headBytesNeeded(upload));
+      const object = await this.storage.takeCheckedCopy(
+        upload.key,
+        checkedKeyOf(upload),
+        headBytesNeeded(upload),
+      );
       if (object === undefined) throw notCompleted();
       consumption = await this.repository.recordFirstConsumption(
         upload.id,
@@ -89,10 +93,15 @@ export class Uploads {
     judgeConsumption(consumption, request.maxUploadBytes);
     return {
       uploadId: upload.id,
-      key: upload.key,
+      key: checkedKeyOf(upload),
       size: consumption.size,
       contentType: upload.contentType,
       filename: upload.filename,
     };
   }
+}
+
+/** Where the checked copy of an upload lives (see UploadStorage.takeCheckedCopy). */
+export function checkedKeyOf(upload: { accountId: string; id: string }): string {
+  return storageKeys.checkedUpload(upload.accountId, upload.id);
 }

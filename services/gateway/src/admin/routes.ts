@@ -1,10 +1,9 @@
 import type { Rpc } from '@tamp/kit';
-import { billingEndpoints, PLANS, successEnvelope, webhookEndpoints } from '@tamp/proto';
+import { billingEndpoints, httpUrl, PLANS, successEnvelope, webhookEndpoints } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses } from '../routes/errors';
 
-const webhookUrl = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);
 const idParams = z.object({ id: z.string().min(1).max(200) });
 
 /**
@@ -21,7 +20,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
         body: z.strictObject({
           plan: z.enum(PLANS).default('free'),
           credits: z.number().int().nonnegative().optional(),
-          webhookUrl: webhookUrl.nullable().optional(),
+          webhookUrl: httpUrl.nullable().optional(),
         }),
         response: {
           201: successEnvelope(billingEndpoints.createAccount.response),
@@ -44,7 +43,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
         params: idParams,
         body: z.strictObject({
           plan: z.enum(PLANS).optional(),
-          webhookUrl: webhookUrl.nullable().optional(),
+          webhookUrl: httpUrl.nullable().optional(),
         }),
       },
     },
@@ -99,7 +98,8 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
         params: idParams,
         body: z
           .strictObject({ event: z.enum(['job.completed', 'job.failed']).optional() })
-          .optional(),
+          // fastify hands an empty body over as null.
+          .nullish(),
       },
     },
     async (request, reply) =>

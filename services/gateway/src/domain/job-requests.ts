@@ -3,6 +3,7 @@ import {
   audioOperationSchema,
   audioPipeline,
   expandPreset,
+  httpUrl,
   IMAGE_PRESET_NAMES,
   imageOperationSchema,
   imagePipeline,
@@ -19,10 +20,9 @@ import { countCharacters } from './inline-text';
  * Request bodies of POST /v1/audio|image|text, built from proto's operation schemas so that
  * validation, defaults and the OpenAPI document come from one source.
  */
-const webhookUrl = z
-  .url({ protocol: /^https?$/, hostname: z.regexes.hostname })
-  .max(2048)
-  .describe('Absolute http(s) URL that receives job.completed / job.failed for this job');
+const webhookUrl = httpUrl.describe(
+  'Absolute http(s) URL that receives job.completed / job.failed for this job',
+);
 
 const operationsOf = <Operation extends z.ZodType>(operation: Operation) =>
   z

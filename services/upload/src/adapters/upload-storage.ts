@@ -14,17 +14,26 @@ export class UploadStorage {
     return this.store.presignUpload(key, contentType, LIMITS.uploadUrlTtlSeconds);
   }
 
-  /** Size, content type and the first `headBytes` bytes of the object; undefined when absent. */
-  async inspect(key: string, headBytes: number): Promise<StoredObjectFacts | undefined> {
+  /**
+   * Copies the client's object to `checkedKey` and returns the size, content type and first
+   * `headBytes` bytes of that copy; undefined when the client has not PUT it yet. The checks run
+   * on the copy and jobs read only the copy, so bytes PUT again with the still-valid upload URL
+   * after the checks can never reach a worker.
+   */
+  async takeCheckedCopy(
+    key: string,
+    checkedKey: string,
+    headBytes: number,
+  ): Promise<StoredObjectFacts | undefined> {
     try {
-      const stat = await this.store.stat(key);
+      if ((await this.store.copy(key, checkedKey)) === undefined) return undefined;
+      const stat = await this.store.stat(checkedKey);
       if (stat === undefined) return undefined;
       // A range read of an empty object is refused by S3 (416), so read only what exists.
       const length = Math.min(headBytes, stat.size);
-      const head = length === 0 ? new Uint8Array(0) : await this.store.readHead(key, length);
+      const head = length === 0 ? new Uint8Array(0) : await this.store.readHead(checkedKey, length);
       return { size: stat.size, contentType: stat.contentType, head };
     } catch (error) {
-      // Deleted between the stat and the read: the same as never uploaded.
       if (hasCode(error, 'NoSuchKey') || hasCode(error, 'NotFound')) return undefined;
       throw unavailable(error);
     }

@@ -27,14 +27,15 @@ interface TextInput {
 
 /**
  * A text job. Output placement:
- * - `text` input (fast path, in the message): `outputText` only, no object.
- * - `stored-text` input (large inline text): always `results/<a>/<j>/result.txt`, and also
- *   `outputText` when it is at most `maxOutputTextBytes`; above that `outputText` is null and
- *   the job service must serve `result.outputText` from `outputKey`.
+ * - inline fast path (`text` in the message, answered by request/reply): `outputText` only.
+ * - every queued job: `results/<a>/<j>/result.txt`, whose key the job's webhook carries (spec:
+ *   `job.result.outputKey` is a storage key); jobs from inline text (`text` or `stored-text`)
+ *   also return `outputText` when it is at most `maxOutputTextBytes` — above that it is null and
+ *   the job service serves `result.outputText` from `outputKey`.
  * - `upload` (`.txt` read as UTF-8, `.pdf` through text extraction): `result.txt` only.
  */
 export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
-  return async (work, { workDir }) => {
+  return async (work, { workDir, mode }) => {
     const startedAt = performance.now();
     if (work.pipeline !== 'text') {
       throw new PermanentJobError(`The text worker cannot run a ${work.pipeline} job`);
@@ -45,12 +46,12 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
 
     let outputKey: string | null = null;
     let outputText: string | null = result.text;
-    if (input.source !== 'message') {
+    if (mode === 'queued' || input.source !== 'message') {
       outputKey = storageKeys.result(work.accountId, work.jobId, 'txt');
       const outputPath = join(workDir, 'result.txt');
       await writeFile(outputPath, result.text, 'utf8');
       await options.store.uploadFile(outputKey, outputPath, TEXT_CONTENT_TYPE);
-      const returnText = input.source === 'stored-text' && outputSize <= options.maxOutputTextBytes;
+      const returnText = input.source !== 'upload' && outputSize <= options.maxOutputTextBytes;
       outputText = returnText ? result.text : null;
     }
     return {
