@@ -1,0 +1,211 @@
+/**
+ * Benchmark of `GET /v1/jobs/:id` (issue "Public API"): the whole system on fresh local
+ * infrastructure, one account, one completed job, then a fixed number of concurrent
+ * connections for a fixed time against the gateway and, in the same run, against a bare
+ * fastify route in its own process answering the same JSON. Prints throughput, p50/p99 and the
+ * ratio of the two. Loopback only. A third row, `GET /v1/text/presets` (authentication and rate
+ * limit but no job read), shows how much of the cost is the gateway's per-request path.
+ *
+ *   node --import tsx scripts/bench/jobs-read.ts
+ *   BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_WARMUP_SEC=2 (defaults)
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+import {
+  freePort,
+  launchInfrastructure,
+  type RunningInfrastructure,
+  stopProcess,
+} from '../infra/launcher';
+import { PROJECT_ROOT, provisionTools } from '../infra/provision';
+import { type RunningServices, startServices } from '../stack/services';
+
+const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const WARMUP_SEC = Number(process.env.BENCH_WARMUP_SEC ?? 2);
+
+interface Measurement {
+  label: string;
+  requestsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+
+async function main(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'tamp-bench-jobs-read-'));
+  let infrastructure: RunningInfrastructure | undefined;
+  let services: RunningServices | undefined;
+  let bare: ChildProcess | undefined;
+  try {
+    await provisionTools('stack', log);
+    infrastructure = await launchInfrastructure({ dataDir, env: {} });
+    const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
+    const adminToken = randomBytes(16).toString('hex');
+    const serviceLogs: string[] = [];
+    services = await startServices({
+      infrastructure,
+      publicPort,
+      adminPort,
+      env: {
+        ADMIN_TOKEN: adminToken,
+        LOG_LEVEL: 'warn',
+        // The benchmark measures the read path, not the rate limiter's 429s.
+        PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 10_000_000 } }),
+      },
+      onLine: (service, line) => {
+        serviceLogs.push(`${service} | ${line}`);
+        if (serviceLogs.length > 200) serviceLogs.shift();
+      },
+    });
+    try {
+      await services.waitUntilReady(180_000);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
+    }
+    log(`stack ready at ${services.publicUrl}`);
+
+    const account = await postJson<{ apiKey: string }>(
+      `${services.adminUrl}/admin/accounts`,
+      { plan: 'pro' },
+      adminToken,
+    );
+    const apiKey = account.apiKey;
+    const job = await postJson<{ id: string; status: string }>(
+      `${services.publicUrl}/v1/text`,
+      { text: 'Benchmarks   measure   the read path.\n\n\n', preset: 'chill' },
+      apiKey,
+    );
+    if (job.status !== 'completed') throw new Error(`job not completed: ${JSON.stringify(job)}`);
+    const jobUrl = `${services.publicUrl}/v1/jobs/${job.id}`;
+    const reference = await fetch(jobUrl, { headers: { authorization: `Bearer ${apiKey}` } });
+    const body = await reference.text();
+    if (reference.status !== 200) throw new Error(`GET job: ${reference.status} ${body}`);
+    log(`job ${job.id}: ${body.length} bytes of JSON`);
+
+    const barePort = await freePort();
+    bare = await startBareServer(barePort, body);
+    const bareUrl = `http://127.0.0.1:${barePort}/v1/jobs/${job.id}`;
+    const check = await fetch(bareUrl);
+    if ((await check.text()) !== body) throw new Error('bare route does not answer the same JSON');
+
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const gateway = await measure('tamp gateway GET /v1/jobs/:id', jobUrl, headers);
+    const baseline = await measure('bare fastify route, same JSON', bareUrl, {});
+    // Diagnostic: the gateway's own per-request path (auth, rate limit) without the job read.
+    const presets = await measure(
+      'tamp gateway GET /v1/text/presets',
+      `${services.publicUrl}/v1/text/presets`,
+      headers,
+    );
+
+    const rows = [gateway, baseline, presets];
+    console.log(
+      `\nGET /v1/jobs/:id, ${CONNECTIONS} connections, ${DURATION_SEC} s each (after ${WARMUP_SEC} s warm-up), loopback, node ${process.version}`,
+    );
+    console.table(
+      rows.map((row) => ({
+        target: row.label,
+        'req/s': Math.round(row.requestsPerSec),
+        'p50 ms': row.p50Ms,
+        'p99 ms': row.p99Ms,
+        requests: row.requests,
+        non2xx: row.non2xx,
+        errors: row.errors,
+      })),
+    );
+    const latencyRatio = (gatewayMs: number, bareMs: number) =>
+      bareMs > 0 ? `${(gatewayMs / bareMs).toFixed(1)}×` : `${gatewayMs} ms vs < 1 ms`;
+    console.log(
+      `ratio: gateway throughput = ${(gateway.requestsPerSec / baseline.requestsPerSec).toFixed(3)}× bare fastify (${(baseline.requestsPerSec / gateway.requestsPerSec).toFixed(0)}× fewer req/s); latency p50 ${latencyRatio(gateway.p50Ms, baseline.p50Ms)}, p99 ${latencyRatio(gateway.p99Ms, baseline.p99Ms)}`,
+    );
+    if (gateway.non2xx > 0 || gateway.errors > 0) {
+      console.log('WARNING: the gateway answered non-2xx or failed some requests');
+    }
+  } finally {
+    if (bare) await stopProcess(bare, 5_000);
+    await services?.stop();
+    await infrastructure?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function postJson<Data>(url: string, body: unknown, token: string): Promise<Data> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`POST ${url}: ${response.status} ${text}`);
+  return (JSON.parse(text) as { data: Data }).data;
+}
+
+/** A fastify server in its own process (as the gateway is), answering `body` on one route. */
+async function startBareServer(port: number, body: string): Promise<ChildProcess> {
+  const code = `
+    import Fastify from 'fastify';
+    const body = process.env.BENCH_BODY;
+    const app = Fastify({ logger: false });
+    app.get('/v1/jobs/:id', async (_request, reply) => {
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return body;
+    });
+    await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_PORT) });
+    console.log('listening');
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, BENCH_BODY: body, BENCH_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.once('line', () => resolve());
+    child.once('exit', (exitCode) => reject(new Error(`bare server exited: ${exitCode}`)));
+  });
+  return child;
+}
+
+async function measure(
+  label: string,
+  url: string,
+  headers: Record<string, string>,
+): Promise<Measurement> {
+  if (WARMUP_SEC > 0) {
+    await autocannon({ url, headers, connections: CONNECTIONS, duration: WARMUP_SEC });
+  }
+  log(`measuring ${label} for ${DURATION_SEC} s`);
+  const result = await autocannon({
+    url,
+    headers,
+    connections: CONNECTIONS,
+    duration: DURATION_SEC,
+  });
+  return {
+    label,
+    requestsPerSec: result.requests.total / DURATION_SEC,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  formatTable,
+  type MemoryFigures,
+  mb,
+  measureWorkerMemory,
+} from '../../scripts/measure/worker-memory';
+import { startTestStack, type TestStack } from '../support/stack';
+
+/**
+ * The issue's memory bounds, measured through the whole stack (the same measurement as
+ * `node --import tsx scripts/measure/worker-memory.ts`): a ~100 MB WAV and a ~25 MB JPEG keep
+ * their worker under 400 MB (VmRSS sampled from /proc every 100 ms, and VmHWM), and worker-image
+ * does not grow over 500 consecutive mixed jobs (RSS within 1.5× of its RSS after the first 50).
+ *
+ * It takes about 5 minutes on 2 cores (the WAV alone is ~90 s of ffmpeg), over the suite's
+ * per-file budget, so it runs only when asked: MEASURE_WORKER_MEMORY=1 npx vitest run
+ * test/e2e/worker-memory.test.ts
+ */
+const LIMIT = 400 * 1024 * 1024;
+
+const enabled = process.env.MEASURE_WORKER_MEMORY === '1';
+
+describe.runIf(enabled)('worker memory', () => {
+  let stack: TestStack;
+  let figures: MemoryFigures;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      // 500 jobs and their long-polls in a couple of minutes: lift the pro plan's request rate.
+      env: { PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 100_000 } }) },
+    });
+    const account = await stack.createAccount({ plan: 'pro' });
+    figures = await measureWorkerMemory(stack, {
+      apiKey: account.apiKey,
+      log: (line) => console.info(line),
+    });
+    console.info(formatTable(figures));
+  }, 600_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('processes a just-under-100 MiB WAV with worker-audio (and its ffmpeg) under 400 MB', () => {
+    const { audio } = figures;
+    expect(audio.inputBytes).toBeGreaterThan(100 * 1_000_000);
+    expect(audio.inputBytes).toBeLessThan(100 * 1024 * 1024);
+    expect(audio.status, audio.error).toBe('completed');
+    expect(audio.memory.samples).toBeGreaterThan(10);
+    expect(audio.memory.peakRss, mb(audio.memory.peakRss)).toBeLessThan(LIMIT);
+    expect(audio.memory.hwm, mb(audio.memory.hwm)).toBeLessThan(LIMIT);
+    expect(audio.memory.peakTreeRss, mb(audio.memory.peakTreeRss)).toBeLessThan(LIMIT);
+    expect(audio.memory.peakChildHwm, mb(audio.memory.peakChildHwm)).toBeLessThan(LIMIT);
+  });
+
+  it('processes a ~25 MB JPEG with worker-image under 400 MB', () => {
+    const { image } = figures;
+    expect(image.inputBytes).toBeGreaterThan(20 * 1_000_000);
+    expect(image.status, image.error).toBe('completed');
+    expect(image.memory.samples).toBeGreaterThan(3);
+    expect(image.memory.peakRss, mb(image.memory.peakRss)).toBeLessThan(LIMIT);
+    expect(image.memory.hwm, mb(image.memory.hwm)).toBeLessThan(LIMIT);
+  });
+
+  it('keeps worker-image RSS after 500 mixed jobs within 1.5× of its RSS after 50', () => {
+    const { series } = figures;
+    expect(series.failed).toEqual([]);
+    expect(series.completed).toBe(500);
+    expect(series.inline).toBeGreaterThan(0);
+    expect(series.queued).toBeGreaterThan(0);
+    expect(series.restarts).toBe(0);
+    expect(series.ratio).toBeLessThanOrEqual(1.5);
+  });
+});
