@@ -193,16 +193,37 @@ describe('Checks when a job first consumes an upload', () => {
     expect(wrongKind.body.error?.code).toBe('INVALID_FORMAT');
   });
 
-  it('404 UPLOAD_NOT_FOUND for unknown, malformed and other accounts’ uploads', async () => {
-    const mine = await uploadFile(stack, account.apiKey, 'mine.png', await tinyPng());
-    for (const imageId of ['upl_01HZZZZZZZZZZZZZZZZZZZZZZZ', 'garbage', mine]) {
-      const response = await stack.api('POST', '/v1/image', {
+  it('404 UPLOAD_NOT_FOUND for unknown, malformed and other accounts’ uploads, on every endpoint', async () => {
+    const image = await uploadFile(stack, account.apiKey, 'mine.png', await tinyPng());
+    const audio = await uploadFile(stack, account.apiKey, 'mine.wav', await speechWav('mine'));
+    const text = await uploadFile(stack, account.apiKey, 'mine.txt', Buffer.from('mine'));
+    const attempts: Array<[string, Record<string, string>]> = [];
+    for (const id of ['upl_01HZZZZZZZZZZZZZZZZZZZZZZZ', 'garbage']) {
+      attempts.push(
+        ['/v1/image', { imageId: id }],
+        ['/v1/audio', { audioId: id }],
+        ['/v1/text', { fileId: id }],
+      );
+    }
+    attempts.push(
+      ['/v1/image', { imageId: image }],
+      ['/v1/audio', { audioId: audio }],
+      ['/v1/text', { fileId: text }],
+    );
+    for (const [path, source] of attempts) {
+      const response = await stack.api('POST', path, {
         token: other.apiKey,
-        body: { imageId, preset: 'chill' },
+        body: { ...source, preset: 'chill' },
       });
-      expect(response.status, imageId).toBe(404);
+      expect(response.status, `${path} ${JSON.stringify(source)}`).toBe(404);
       expect(response.body.error?.code).toBe('UPLOAD_NOT_FOUND');
     }
+    // The owner can use its own upload.
+    const own = await stack.api('POST', '/v1/text', {
+      token: account.apiKey,
+      body: { fileId: text, preset: 'chill' },
+    });
+    expect(own.status).toBe(202);
   });
 });
 
