@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from './errors';
 import { JOB_STATUSES, JOB_TYPES } from './limits';
+import { jobMetrics } from './messages';
 
 /** The public envelopes. Every payload of the API is wrapped in one of these. */
 export const successEnvelope = <Payload extends z.ZodType>(payload: Payload) =>
@@ -26,16 +27,8 @@ export const publicUpload = z.object({
 });
 export type PublicUpload = z.infer<typeof publicUpload>;
 
-/** Metrics as shown on a single job: the spec's fields plus pipeline extras (DECISIONS.md). */
-export const publicMetrics = z
-  .object({
-    inputSize: z.number(),
-    outputSize: z.number(),
-    compressionRatio: z.number(),
-    operationsApplied: z.array(z.string()),
-    processingMs: z.number(),
-  })
-  .catchall(z.unknown());
+/** Metrics as shown on a single job: the same shape the workers report (spec fields + extras). */
+export const publicMetrics = jobMetrics;
 
 export const publicResult = z.object({
   outputUrl: z.string().optional(),

@@ -96,6 +96,37 @@ describe('rate limits', () => {
     }
     throw new Error('never found a quiet rate-limit window');
   });
+
+  it('let exactly the limit through when many requests race on two replicas', async () => {
+    const [a, b] = [harness.gateways[0]!.publicApp, harness.gateways[1]!.publicApp];
+    for (let round = 0; round < 3; round++) {
+      const { apiKey } = harness.account({ rateLimitPerMinute: 25 });
+      const probe = await a.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) });
+      if (Number(probe.headers['ratelimit-reset']) < 15) {
+        await sleep(Number(probe.headers['ratelimit-reset']) * 1000 + 200);
+        continue;
+      }
+      const responses = await Promise.all(
+        Array.from({ length: 60 }, (_, index) =>
+          (index % 2 === 0 ? a : b).inject({
+            method: 'GET',
+            url: '/v1/jobs',
+            headers: auth(apiKey),
+          }),
+        ),
+      );
+      // The probe took one of the 25.
+      expect(responses.filter((response) => response.statusCode === 200)).toHaveLength(24);
+      expect(responses.filter((response) => response.statusCode === 429)).toHaveLength(36);
+      const remaining = responses
+        .filter((response) => response.statusCode === 200)
+        .map((response) => Number(response.headers['ratelimit-remaining']))
+        .sort((x, y) => x - y);
+      expect(remaining).toEqual(Array.from({ length: 24 }, (_, index) => index));
+      return;
+    }
+    throw new Error('never found a quiet rate-limit window');
+  });
 });
 
 describe('validation and envelope', () => {

@@ -30,6 +30,8 @@ export interface JobSettings {
 /** What the job service's parts share. */
 export interface JobContext {
   jobs: JobRepository;
+  /** The same collection over a pooled connection: public reads only, never a read that decides a write. */
+  jobReads: JobRepository;
   claims: IdempotencyRepository;
   messaging: JobMessaging;
   rpc: Rpc;

@@ -13,9 +13,11 @@ await runService({
       config.NATS_NAMESPACE,
     );
     const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, JOB_INDEXES);
+    const readDb = await context.connectMongoForReads(config.MONGO_URL, config.MONGO_DATABASE);
     const store = await context.openObjectStore(objectStoreConfigFrom(config));
     const service = await startJobService({
       db,
+      readDb,
       nats,
       topology,
       rpc,

@@ -27,7 +27,9 @@ export class JobReads {
 
   async getJob(accountId: string, jobId: string): Promise<PublicJob> {
     // A malformed id or another account's job is just as unknown as a missing one.
-    const job = isId('job', jobId) ? await this.context.jobs.findOfAccount(accountId, jobId) : null;
+    const job = isId('job', jobId)
+      ? await this.context.jobReads.findOfAccount(accountId, jobId)
+      : null;
     if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
     return this.represent(job);
   }
@@ -52,7 +54,7 @@ export class JobReads {
     const limit = Math.min(Math.max(request.limit, LIMITS.listLimit.min), LIMITS.listLimit.max);
     // `video` is a reserved type without a pipeline: it never has jobs.
     if (scope.type === 'video') return { items: [], nextCursor: null };
-    const jobs = await this.context.jobs.list({ ...scope, beforeId, limit: limit + 1 });
+    const jobs = await this.context.jobReads.list({ ...scope, beforeId, limit: limit + 1 });
     const page = jobs.slice(0, limit);
     const last = page.at(-1);
     return {

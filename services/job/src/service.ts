@@ -13,6 +13,8 @@ import { Settlement } from './settlement';
 
 export interface JobServiceDependencies {
   db: Db;
+  /** Pooled connection for public reads (see ServiceContext.connectMongoForReads). */
+  readDb?: Db;
   nats: NatsConnection;
   topology: Topology;
   rpc: Rpc;
@@ -37,6 +39,7 @@ export async function startJobService(
   const { db, nats, topology, rpc, store, logger } = dependencies;
   const context: JobContext = {
     jobs: new JobRepository(db),
+    jobReads: new JobRepository(dependencies.readDb ?? db),
     claims: new IdempotencyRepository(db),
     messaging: new JobMessaging(nats, topology, logger),
     rpc,

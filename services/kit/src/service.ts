@@ -1,5 +1,5 @@
 import { createTopology, STORAGE_LIFECYCLE_RULES, type Topology } from '@tamp/proto';
-import type { Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
@@ -60,6 +60,21 @@ export class ServiceContext<Config extends ServiceEnv> {
     });
     await provisionIndexes(db, indexes);
     return db;
+  }
+
+  /**
+   * A pooled connection for reads that need no serialization (public reads of a document's
+   * current state). On FerretDB `connectMongo` funnels every operation through one connection
+   * so guarded updates stay atomic; reads do not need that, and would otherwise queue behind
+   * every write. Never use it for a read that decides a write.
+   */
+  async connectMongoForReads(url: string, database: string): Promise<Db> {
+    const client = await new MongoClient(url, {
+      appName: `${this.name}-reads`,
+      serverSelectionTimeoutMS: 10_000,
+    }).connect();
+    this.shutdown.register('mongo-reads', () => client.close());
+    return client.db(database);
   }
 
   /** Opens the bucket, creating it and its lifecycle rules when missing. */

@@ -2,5 +2,6 @@ export * from './config';
 export * from './inline';
 export * from './job-worker';
 export * from './metrics';
+export * from './pipeline-worker';
 export * from './types';
 export * from './workspace';

@@ -39,6 +39,7 @@ beforeAll(async () => {
   worker = await startAudioWorker({
     config: {
       WORKER_CONCURRENCY: 1,
+      WORKER_INLINE_CONCURRENCY: 1,
       WORKER_TEMP_DIR: join(dir, 'work'),
       WORKER_STOP_GRACE_MS: 5_000,
       AUDIO_MAX_DURATION_SEC: 600,

@@ -1,0 +1,109 @@
+import { hostname } from 'node:os';
+import { type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { z } from 'zod';
+import { objectStoreConfigFrom, type S3Env, type ServiceEnv } from '../config';
+import type { NatsConnection } from '../nats';
+import type { ObjectStore } from '../object-store';
+import type { Rpc } from '../rpc';
+import { runService } from '../service';
+import type { jobWorkerEnv } from './config';
+import { serveInlineWork } from './inline';
+import { startJobWorker } from './job-worker';
+import type { ProcessJob } from './types';
+
+type JobWorkerEnv = z.output<z.ZodObject<ReturnType<typeof jobWorkerEnv>>>;
+
+export interface PipelineWorkerDependencies {
+  config: JobWorkerEnv;
+  nats: NatsConnection;
+  topology: Topology;
+  rpc: Rpc;
+  store: ObjectStore;
+  logger: Logger;
+  metrics: Registry;
+}
+
+/** Only image and text have an inline path; audio is always queued. */
+const INLINE_PIPELINES: ReadonlySet<Pipeline> = new Set(['image', 'text']);
+
+/**
+ * Runs one pipeline's work with one `processJob`: queued jobs from its JOBS consumer and, for
+ * image and text, inline requests on `work.<pipeline>.inline`.
+ */
+export async function startPipelineWorker(
+  dependencies: PipelineWorkerDependencies & { pipeline: Pipeline; processJob: ProcessJob },
+): Promise<{ stop(): Promise<void> }> {
+  const { config, pipeline, processJob } = dependencies;
+  const service = WORKER_SERVICES[pipeline];
+  const shared = {
+    processJob,
+    logger: dependencies.logger,
+    metrics: dependencies.metrics,
+    tempDir: config.WORKER_TEMP_DIR,
+  };
+  const inline = INLINE_PIPELINES.has(pipeline)
+    ? serveInlineWork({
+        ...shared,
+        nats: dependencies.nats,
+        subject: dependencies.topology.subjects.inline[pipeline as 'image' | 'text'],
+        queue: service,
+        concurrency: config.WORKER_INLINE_CONCURRENCY,
+      })
+    : undefined;
+  const queued = await startJobWorker({
+    ...shared,
+    rpc: dependencies.rpc,
+    nats: dependencies.nats,
+    topology: dependencies.topology,
+    consumer: service,
+    workerName: `${service}/${hostname()}/${process.pid}`,
+    concurrency: config.WORKER_CONCURRENCY,
+    stopGraceMs: config.WORKER_STOP_GRACE_MS,
+  });
+  return {
+    async stop() {
+      await Promise.all([queued.stop(), inline?.stop()]);
+    },
+  };
+}
+
+type WorkerServiceEnv = ServiceEnv &
+  S3Env &
+  JobWorkerEnv & { NATS_URL: string; NATS_NAMESPACE: string };
+
+/** The whole `main.ts` of a worker service: connect, open storage, start, stop before NATS drains. */
+export async function runPipelineWorker<
+  Schema extends z.ZodType<WorkerServiceEnv, unknown>,
+>(options: {
+  pipeline: Pipeline;
+  configSchema: Schema;
+  start(
+    dependencies: Omit<PipelineWorkerDependencies, 'config'> & { config: z.output<Schema> },
+  ): Promise<{ stop(): Promise<void> }>;
+}): Promise<void> {
+  await runService({
+    name: WORKER_SERVICES[options.pipeline],
+    configSchema: options.configSchema,
+    async start(context) {
+      const { config } = context;
+      const { nats, topology, rpc } = await context.connectNats(
+        config.NATS_URL,
+        config.NATS_NAMESPACE,
+      );
+      const store = await context.openObjectStore(objectStoreConfigFrom(config));
+      const worker = await options.start({
+        config,
+        nats,
+        topology,
+        rpc,
+        store,
+        logger: context.logger,
+        metrics: context.metrics,
+      });
+      // Registered after NATS, so it runs before NATS drains: jobs finish or are handed back first.
+      context.shutdown.register('jobs', () => worker.stop());
+    },
+  });
+}
