@@ -10,20 +10,11 @@
  *   BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_WARMUP_SEC=2 (defaults)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import {
-  freePort,
-  launchInfrastructure,
-  type RunningInfrastructure,
-  stopProcess,
-} from '../infra/launcher';
-import { PROJECT_ROOT, provisionTools } from '../infra/provision';
-import { type RunningServices, startServices } from '../stack/services';
+import { freePort, stopProcess } from '../infra/launcher';
+import { PROJECT_ROOT } from '../infra/provision';
+import { type BenchStack, startBenchStack } from './bench-stack';
 
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -42,44 +33,12 @@ interface Measurement {
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 async function main(): Promise<void> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'tamp-bench-jobs-read-'));
-  let infrastructure: RunningInfrastructure | undefined;
-  let services: RunningServices | undefined;
+  let stack: BenchStack | undefined;
   let bare: ChildProcess | undefined;
   try {
-    await provisionTools('stack', log);
-    infrastructure = await launchInfrastructure({ dataDir, env: {} });
-    const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
-    const adminToken = randomBytes(16).toString('hex');
-    const serviceLogs: string[] = [];
-    services = await startServices({
-      infrastructure,
-      publicPort,
-      adminPort,
-      env: {
-        ADMIN_TOKEN: adminToken,
-        LOG_LEVEL: 'warn',
-        // The benchmark measures the read path, not the rate limiter's 429s.
-        PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 10_000_000 } }),
-      },
-      onLine: (service, line) => {
-        serviceLogs.push(`${service} | ${line}`);
-        if (serviceLogs.length > 200) serviceLogs.shift();
-      },
-    });
-    try {
-      await services.waitUntilReady(180_000);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
-    }
-    log(`stack ready at ${services.publicUrl}`);
-
-    const account = await postJson<{ apiKey: string }>(
-      `${services.adminUrl}/admin/accounts`,
-      { plan: 'pro' },
-      adminToken,
-    );
-    const apiKey = account.apiKey;
+    stack = await startBenchStack({ name: 'jobs-read', toolsProfile: 'stack', log });
+    const { apiKey } = stack;
+    const services = stack;
     const job = await postJson<{ id: string; status: string }>(
       `${services.publicUrl}/v1/text`,
       { text: 'Benchmarks   measure   the read path.\n\n\n', preset: 'chill' },
@@ -133,9 +92,7 @@ async function main(): Promise<void> {
     }
   } finally {
     if (bare) await stopProcess(bare, 5_000);
-    await services?.stop();
-    await infrastructure?.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stack?.stop();
   }
 }
 

@@ -15,7 +15,6 @@
  *   BENCH_IMAGE_RUNS=10 BENCH_AUDIO_RUNS=5 BENCH_AUDIO_SECONDS=60 (defaults)
  */
 import { execFile as execFileCallback } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,9 +24,8 @@ import sharp from 'sharp';
 import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
 import { photo } from '../../test/support/media';
-import { freePort, launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
-import { provisionTools, toolPath } from '../infra/provision';
-import { type RunningServices, startServices } from '../stack/services';
+import { toolPath } from '../infra/provision';
+import { type BenchStack, startBenchStack } from './bench-stack';
 
 const execFile = promisify(execFileCallback);
 
@@ -46,42 +44,13 @@ interface Job {
 }
 
 async function main(): Promise<void> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'tamp-bench-media-'));
-  let infrastructure: RunningInfrastructure | undefined;
-  let services: RunningServices | undefined;
+  const scratch = await mkdtemp(join(tmpdir(), 'tamp-bench-media-audio-'));
+  let stack: BenchStack | undefined;
   try {
-    await provisionTools('test', log); // espeak-ng for the speech input
-    infrastructure = await launchInfrastructure({ dataDir, env: {} });
-    const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
-    const adminToken = randomBytes(16).toString('hex');
-    const serviceLogs: string[] = [];
-    services = await startServices({
-      infrastructure,
-      publicPort,
-      adminPort,
-      env: {
-        ADMIN_TOKEN: adminToken,
-        LOG_LEVEL: 'warn',
-        PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 1_000_000 } }),
-      },
-      onLine: (service, line) => {
-        serviceLogs.push(`${service} | ${line}`);
-        if (serviceLogs.length > 200) serviceLogs.shift();
-      },
-    });
-    try {
-      await services.waitUntilReady(180_000);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
-    }
-    log(`stack ready at ${services.publicUrl}`);
-    const api = client(services.publicUrl);
-    const { apiKey } = await api.call<{ apiKey: string }>(
-      'POST',
-      `${services.adminUrl}/admin/accounts`,
-      adminToken,
-      { plan: 'pro' },
-    );
+    // The test tools include espeak-ng for the speech input.
+    stack = await startBenchStack({ name: 'media', toolsProfile: 'test', log });
+    const { apiKey } = stack;
+    const api = client(stack.publicUrl);
 
     // (a) image
     const image = await photo(1600, 1200, 'jpeg');
@@ -102,7 +71,6 @@ async function main(): Promise<void> {
     const imageSharp = await timeRuns(IMAGE_RUNS, sharpDirect);
 
     // (b) audio
-    const scratch = join(dataDir, 'audio');
     const wavPath = join(scratch, 'speech.wav');
     await generateLongWav(wavPath, AUDIO_SECONDS, { channels: 1 });
     const wav = await readFile(wavPath);
@@ -179,9 +147,8 @@ async function main(): Promise<void> {
       `ratio audio: queued job / ffmpeg direct = ${(median(audioStack) / median(audioFfmpeg)).toFixed(2)}× (overhead ${round(median(audioStack) - median(audioFfmpeg))} ms); worker processingMs / ffmpeg = ${(median(processingMs) / median(audioFfmpeg)).toFixed(2)}×`,
     );
   } finally {
-    await services?.stop();
-    await infrastructure?.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stack?.stop();
+    await rm(scratch, { recursive: true, force: true });
   }
 }
 

@@ -82,9 +82,9 @@ export class KvRateLimiter {
     while (batch.waiting.length > 0) {
       const waiting = batch.waiting.splice(0);
       const total = await this.add(key, waiting.length);
-      waiting.forEach((resolve, index) =>
-        resolve(total === undefined ? undefined : total - waiting.length + index + 1),
-      );
+      for (const [index, resolve] of waiting.entries()) {
+        resolve(total === undefined ? undefined : total - waiting.length + index + 1);
+      }
     }
     this.batches.delete(key);
   }

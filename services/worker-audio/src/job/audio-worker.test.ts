@@ -1,65 +1,41 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { createTopology, type JobWorkMessage } from '@tamp/proto';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
+import { jetstream } from '@nats-io/jetstream';
+import type { JobWorkMessage } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import {
-  connectNats,
-  type NatsConnection,
-  ObjectStore,
-  provisionTopology,
-  Rpc,
-} from '../../../kit/src';
-import { JobServiceDouble } from '../../../kit/src/job-worker/job-service-double.test-support';
+  startWorkerHarness,
+  type WorkerHarness,
+} from '../../../kit/src/job-worker/worker-harness.test-support';
 import { startAudioWorker } from '../service';
 
-const infrastructure = isolatedInfrastructure();
-const topology = createTopology(infrastructure.namespace);
-const logger = pino({ level: 'silent' });
-let nats: NatsConnection;
-let store: ObjectStore;
-let jobService: JobServiceDouble;
-let worker: { stop(): Promise<void> };
+let harness: WorkerHarness;
+let topology: WorkerHarness['topology'];
+let nats: WorkerHarness['nats'];
+let store: WorkerHarness['store'];
+let jobService: WorkerHarness['jobService'];
 let dir: string;
-
 beforeAll(async () => {
-  nats = await connectNats({ url: infrastructure.natsUrl, name: 'audio-worker-test', logger });
-  await provisionTopology(nats, topology);
-  store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
-  await store.provision([]);
-  jobService = new JobServiceDouble(nats, topology, 100);
-  dir = await mkdtemp(join(tmpdir(), 'tamp-audio-worker-'));
-  worker = await startAudioWorker({
-    config: {
-      WORKER_CONCURRENCY: 1,
-      WORKER_INLINE_CONCURRENCY: 1,
-      WORKER_TEMP_DIR: join(dir, 'work'),
-      WORKER_STOP_GRACE_MS: 5_000,
-      AUDIO_MAX_DURATION_SEC: 600,
-      FFMPEG_PATH: undefined,
-      FFPROBE_PATH: undefined,
-    },
-    nats,
-    topology,
-    rpc: new Rpc(nats, topology, logger),
-    store,
-    logger,
-    metrics: new Registry(),
+  harness = await startWorkerHarness({
+    name: 'audio-worker',
+    concurrency: 1,
+    start: (dependencies) =>
+      startAudioWorker({
+        ...dependencies,
+        config: {
+          ...dependencies.config,
+          AUDIO_MAX_DURATION_SEC: 600,
+          FFMPEG_PATH: undefined,
+          FFPROBE_PATH: undefined,
+        },
+      }),
   });
+  ({ topology, nats, store, jobService, dir } = harness);
 });
 afterAll(async () => {
-  await worker?.stop();
-  await jobService.close();
-  const manager = await jetstreamManager(nats);
-  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
-  await nats.close();
+  await harness?.close();
 });
 
 describe('worker-audio', () => {

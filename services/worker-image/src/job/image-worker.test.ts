@@ -1,63 +1,41 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { createTopology, inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
+import { jetstream } from '@nats-io/jetstream';
+import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import {
-  connectNats,
-  type NatsConnection,
-  ObjectStore,
-  provisionTopology,
-  Rpc,
-} from '../../../kit/src';
-import { JobServiceDouble } from '../../../kit/src/job-worker/job-service-double.test-support';
+  startWorkerHarness,
+  type WorkerHarness,
+} from '../../../kit/src/job-worker/worker-harness.test-support';
 import { startImageWorker } from '../service';
 import { ImageFixtures } from '../testing/fixtures';
 
-const infrastructure = isolatedInfrastructure();
-const topology = createTopology(infrastructure.namespace);
-const logger = pino({ level: 'silent' });
-let nats: NatsConnection;
-let store: ObjectStore;
-let jobService: JobServiceDouble;
+let harness: WorkerHarness;
+let topology: WorkerHarness['topology'];
+let nats: WorkerHarness['nats'];
+let store: WorkerHarness['store'];
+let jobService: WorkerHarness['jobService'];
 let fixtures: ImageFixtures;
-let worker: { stop(): Promise<void> };
-
 beforeAll(async () => {
-  nats = await connectNats({ url: infrastructure.natsUrl, name: 'image-worker-test', logger });
-  await provisionTopology(nats, topology);
-  store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
-  await store.provision([]);
-  jobService = new JobServiceDouble(nats, topology, 100);
   fixtures = await ImageFixtures.create();
-  worker = await startImageWorker({
-    config: {
-      WORKER_CONCURRENCY: 2,
-      WORKER_INLINE_CONCURRENCY: 2,
-      WORKER_TEMP_DIR: join(fixtures.dir, 'work'),
-      WORKER_STOP_GRACE_MS: 5_000,
-      IMAGE_MAX_PIXELS: 100_000_000,
-      SHARP_CACHE_MB: 0,
-      SHARP_CONCURRENCY: 1,
-    },
-    nats,
-    topology,
-    rpc: new Rpc(nats, topology, logger),
-    store,
-    logger,
-    metrics: new Registry(),
+  harness = await startWorkerHarness({
+    name: 'image-worker',
+    concurrency: 2,
+    start: (dependencies) =>
+      startImageWorker({
+        ...dependencies,
+        config: {
+          ...dependencies.config,
+          IMAGE_MAX_PIXELS: 100_000_000,
+          SHARP_CACHE_MB: 0,
+          SHARP_CONCURRENCY: 1,
+        },
+      }),
   });
+  ({ topology, nats, store, jobService } = harness);
 });
 afterAll(async () => {
-  await worker?.stop();
-  await jobService.close();
-  const manager = await jetstreamManager(nats);
-  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
-  await nats.close();
+  await harness?.close();
 });
 
 function imageJob(uploadKey: string): JobWorkMessage {

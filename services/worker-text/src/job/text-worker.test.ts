@@ -1,59 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { createTopology, inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
+import { jetstream } from '@nats-io/jetstream';
+import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import {
-  connectNats,
-  type NatsConnection,
-  ObjectStore,
-  provisionTopology,
-  Rpc,
-} from '../../../kit/src';
-import { JobServiceDouble } from '../../../kit/src/job-worker/job-service-double.test-support';
+  startWorkerHarness,
+  type WorkerHarness,
+} from '../../../kit/src/job-worker/worker-harness.test-support';
 import { startTextWorker } from '../service';
 
-const infrastructure = isolatedInfrastructure();
-const topology = createTopology(infrastructure.namespace);
-const logger = pino({ level: 'silent' });
-let nats: NatsConnection;
-let store: ObjectStore;
-let jobService: JobServiceDouble;
-let worker: { stop(): Promise<void> };
+let harness: WorkerHarness;
+let topology: WorkerHarness['topology'];
+let nats: WorkerHarness['nats'];
+let store: WorkerHarness['store'];
+let jobService: WorkerHarness['jobService'];
 
 beforeAll(async () => {
-  nats = await connectNats({ url: infrastructure.natsUrl, name: 'text-worker-test', logger });
-  await provisionTopology(nats, topology);
-  store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
-  await store.provision([]);
-  jobService = new JobServiceDouble(nats, topology, 100);
-  worker = await startTextWorker({
-    config: {
-      WORKER_CONCURRENCY: 2,
-      WORKER_INLINE_CONCURRENCY: 2,
-      WORKER_TEMP_DIR: await mkdtemp(join(tmpdir(), 'tamp-text-worker-')),
-      WORKER_STOP_GRACE_MS: 5_000,
-      TEXT_MAX_OUTPUT_TEXT_BYTES: 1024,
-    },
-    nats,
-    topology,
-    rpc: new Rpc(nats, topology, logger),
-    store,
-    logger,
-    metrics: new Registry(),
+  harness = await startWorkerHarness({
+    name: 'text-worker',
+    concurrency: 2,
+    start: (dependencies) =>
+      startTextWorker({
+        ...dependencies,
+        config: { ...dependencies.config, TEXT_MAX_OUTPUT_TEXT_BYTES: 1024 },
+      }),
   });
+  ({ topology, nats, store, jobService } = harness);
 });
 afterAll(async () => {
-  await worker?.stop();
-  await jobService.close();
-  const manager = await jetstreamManager(nats);
-  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
-  await nats.close();
+  await harness?.close();
 });
 
 function textJob(input: JobWorkMessage['input']): JobWorkMessage {
