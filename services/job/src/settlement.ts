@@ -10,8 +10,10 @@ import { isTerminal, type JobDocument } from './domain/job';
  * document's outbox flags record what is confirmed; the reconciler redoes the rest after a
  * crash or an outage.
  *
- * Refunds are made here, by calling billing, and only here: billing must not refund on
- * `job.failed` events as well (if it does, its ledger id still keeps it to one refund).
+ * The refund has two paths today: this direct call, and billing's own refund when it consumes
+ * `job.failed`. Both post the ledger entry `refund:<jobId>`, so an account is refunded once
+ * whichever lands first; the direct call only makes the refund visible before the event is
+ * consumed.
  */
 export class Settlement {
   constructor(private readonly context: JobContext) {}

@@ -1,7 +1,7 @@
 import { STORAGE_LIFECYCLE_RULES } from '@tamp/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { ObjectStore } from './object-store';
+import { MissingObjectError, ObjectStore } from './object-store';
 
 const infrastructure = isolatedInfrastructure();
 const store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
@@ -67,6 +67,14 @@ describe('object store (against MinIO)', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="result.txt"');
     expect(await response.text()).toBe('hello');
+  });
+
+  it('reports a missing object on download with its own error, not the storage message', async () => {
+    const error = await store
+      .downloadToFile('uploads/acct_1/gone', '/tmp/never-written')
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(MissingObjectError);
+    expect((error as Error).message).toBe('The input file could not be read from storage');
   });
 
   it('reads only the head of an object, and reports missing objects as undefined', async () => {

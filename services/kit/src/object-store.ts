@@ -133,8 +133,20 @@ export class ObjectStore {
     return Buffer.concat(chunks).subarray(0, length);
   }
 
+  /**
+   * Streams an object to a file. A missing object is a MissingObjectError (retryable: it may
+   * appear), so no raw storage message ("The specified key does not exist.") reaches a job's
+   * public `error`.
+   */
   async downloadToFile(key: string, path: string): Promise<void> {
-    const stream = await this.client.getObject(this.bucket, key);
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.client.getObject(this.bucket, key);
+    } catch (error) {
+      if (isCode(error, 'NoSuchKey') || isCode(error, 'NotFound'))
+        throw new MissingObjectError(key);
+      throw error;
+    }
     await pipeline(stream, createWriteStream(path));
   }
 
@@ -209,6 +221,13 @@ export class ObjectStore {
       if (typeof value === 'string') url.searchParams.set(name, value);
     }
     return url.toString();
+  }
+}
+
+export class MissingObjectError extends Error {
+  constructor(readonly key: string) {
+    super('The input file could not be read from storage');
+    this.name = 'MissingObjectError';
   }
 }
 
