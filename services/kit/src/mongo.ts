@@ -1,6 +1,14 @@
-import { type Db, MongoClient } from 'mongodb';
+import type { Db, MongoClient } from 'mongodb';
 
 export type { Db, MongoClient };
+
+/**
+ * The driver (~20 MiB resident once loaded) is loaded on first connection, so processes that
+ * never connect (the workers, whose memory is budgeted per image) do not carry it.
+ */
+export async function loadMongoClient(): Promise<typeof MongoClient> {
+  return (await import('mongodb')).MongoClient;
+}
 
 /**
  * Connects to MongoDB, or to FerretDB with every operation of this process serialized on one
@@ -16,6 +24,7 @@ export async function connectMongo(options: {
   database: string;
   appName: string;
 }): Promise<{ client: MongoClient; db: Db; serialized: boolean }> {
+  const MongoClient = await loadMongoClient();
   const clientOptions = { appName: options.appName, serverSelectionTimeoutMS: 10_000 };
   let client = await new MongoClient(options.url, clientOptions).connect();
   const serialized = await isFerretDb(client);

@@ -1,7 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio';
 
 export interface ObjectStoreConfig {
@@ -34,8 +33,9 @@ export interface StoredObject {
 export class ObjectStore {
   readonly bucket: string;
   private readonly client: Client;
-  private readonly signer: SignatureV4;
+  private signer: Promise<SignatureV4> | undefined;
   private readonly publicUrl: URL;
+  private readonly credentials: { region: string; accessKey: string; secretKey: string };
 
   constructor(config: ObjectStoreConfig) {
     const endpoint = new URL(config.endpoint);
@@ -50,14 +50,29 @@ export class ObjectStore {
       pathStyle: true,
     });
     this.publicUrl = new URL(config.publicEndpoint ?? config.endpoint);
-    this.signer = new SignatureV4({
-      service: 's3',
-      region: config.region,
-      credentials: { accessKeyId: config.accessKey, secretAccessKey: config.secretKey },
-      sha256: Hash.bind(null, 'sha256'),
-      // S3 canonical paths are encoded once, unlike other AWS services.
-      uriEscapePath: false,
-    });
+    this.credentials = config;
+  }
+
+  /**
+   * The SigV4 signer is loaded on the first presign: only the upload and job services sign
+   * URLs, and workers, whose memory is budgeted, should not carry it.
+   */
+  private loadSigner(): Promise<SignatureV4> {
+    this.signer ??= Promise.all([import('@smithy/signature-v4'), import('@smithy/hash-node')]).then(
+      ([{ SignatureV4 }, { Hash }]) =>
+        new SignatureV4({
+          service: 's3',
+          region: this.credentials.region,
+          credentials: {
+            accessKeyId: this.credentials.accessKey,
+            secretAccessKey: this.credentials.secretKey,
+          },
+          sha256: Hash.bind(null, 'sha256'),
+          // S3 canonical paths are encoded once, unlike other AWS services.
+          uriEscapePath: false,
+        }),
+    );
+    return this.signer;
   }
 
   /** Creates the bucket if missing and (re)applies the lifecycle rules; safe to repeat. */
@@ -199,7 +214,8 @@ export class ObjectStore {
     headers: Record<string, string>,
     query: Record<string, string>,
   ): Promise<string> {
-    const signed = await this.signer.presign(
+    const signer = await this.loadSigner();
+    const signed = await signer.presign(
       {
         method,
         protocol: this.publicUrl.protocol,

@@ -1,12 +1,12 @@
 import { createTopology, STORAGE_LIFECYCLE_RULES, type Topology } from '@tamp/proto';
-import { type Db, MongoClient } from 'mongodb';
+import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
 import { ConfigError, loadConfig, type ServiceEnv } from './config';
 import { createLogger } from './logger';
 import { createMetricsRegistry } from './metrics';
-import { connectMongo, type IndexSpecification, provisionIndexes } from './mongo';
+import { connectMongo, type IndexSpecification, loadMongoClient, provisionIndexes } from './mongo';
 import { connectNats, type NatsConnection, provisionTopology } from './nats';
 import { ObjectStore, type ObjectStoreConfig } from './object-store';
 import { OpsServer } from './ops-server';
@@ -69,6 +69,7 @@ export class ServiceContext<Config extends ServiceEnv> {
    * every write. Never use it for a read that decides a write.
    */
   async connectMongoForReads(url: string, database: string): Promise<Db> {
+    const MongoClient = await loadMongoClient();
     const client = await new MongoClient(url, {
       appName: `${this.name}-reads`,
       serverSelectionTimeoutMS: 10_000,
