@@ -1,11 +1,16 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
+import { Gauge, type Registry } from 'prom-client';
 import { configureSharp } from './adapters/sharp-runtime';
 import type { Config } from './config';
+import { MemoryBudget } from './domain/memory-budget';
 import { createImageJobProcessor } from './job/image-job';
 
 export interface ImageWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &
-    Pick<Config, 'IMAGE_MAX_PIXELS' | 'SHARP_CACHE_MB' | 'SHARP_CONCURRENCY'>;
+    Pick<
+      Config,
+      'IMAGE_MAX_PIXELS' | 'IMAGE_MEMORY_BUDGET_MB' | 'SHARP_CACHE_MB' | 'SHARP_CONCURRENCY'
+    >;
 }
 
 /** Queued jobs from JOBS and inline requests on `work.image.inline`, one processJob for both. */
@@ -19,9 +24,31 @@ export function startImageWorker(deps: ImageWorkerDependencies) {
   if (!sharpState.jemalloc) {
     deps.logger.warn('not running on jemalloc; see recommendedImageWorkerEnv() in the README');
   }
+  const memory = new MemoryBudget(config.IMAGE_MEMORY_BUDGET_MB * 1024 * 1024);
+  registerMemoryMetrics(deps.metrics, memory);
   const processJob = createImageJobProcessor({
     store: deps.store,
     limitInputPixels: config.IMAGE_MAX_PIXELS,
+    memory,
   });
   return startPipelineWorker({ ...deps, pipeline: 'image', processJob });
+}
+
+function registerMemoryMetrics(registry: Registry, memory: MemoryBudget): void {
+  new Gauge({
+    name: 'tamp_image_memory_reserved_bytes',
+    help: 'Image memory reserved by running jobs, of IMAGE_MEMORY_BUDGET_MB',
+    registers: [registry],
+    collect() {
+      this.set(memory.reservedBytes);
+    },
+  });
+  new Gauge({
+    name: 'tamp_image_memory_waiting_jobs',
+    help: 'Image jobs waiting for room in the memory budget',
+    registers: [registry],
+    collect() {
+      this.set(memory.waitingCount);
+    },
+  });
 }

@@ -2,6 +2,7 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
+import { MemoryBudget } from '../domain/memory-budget';
 import {
   InvalidOperationChainError,
   type OutputFormat,
@@ -12,6 +13,8 @@ import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../testing/fixtures
 import { type ImageResult, processImage, type ResolvedImageOperation } from './sharp-pipeline';
 
 const LIMIT = 100_000_000;
+const MiB = 1024 * 1024;
+const MEMORY = new MemoryBudget(320 * MiB);
 
 let fixtures: ImageFixtures;
 let outputCount = 0;
@@ -49,7 +52,7 @@ interface Run {
 async function run(
   inputPath: string,
   operations: ResolvedImageOperation[],
-  options: { limit?: number; outputDir?: string } = {},
+  options: { limit?: number; outputDir?: string; memory?: MemoryBudget } = {},
 ): Promise<Run> {
   outputCount += 1;
   // A neutral extension: the format must come from the encode operation, not the file name.
@@ -59,15 +62,27 @@ async function run(
     outputPath,
     operations,
     limitInputPixels: options.limit ?? LIMIT,
+    memory: options.memory ?? MEMORY,
   });
   const metadata = await sharp(outputPath).metadata();
   return { result, outputPath, metadata };
 }
 
-function outputPathFor(inputPath: string, operations: ResolvedImageOperation[], limit = LIMIT) {
+function outputPathFor(
+  inputPath: string,
+  operations: ResolvedImageOperation[],
+  options: { limit?: number; memory?: MemoryBudget; signal?: AbortSignal } = {},
+) {
   outputCount += 1;
   const outputPath = fixtures.path(`failed-${outputCount}.out`);
-  const outcome = processImage({ inputPath, outputPath, operations, limitInputPixels: limit });
+  const outcome = processImage({
+    inputPath,
+    outputPath,
+    operations,
+    limitInputPixels: options.limit ?? LIMIT,
+    memory: options.memory ?? MEMORY,
+    signal: options.signal,
+  });
   return { outcome, outputPath };
 }
 
@@ -447,6 +462,7 @@ describe('limits', () => {
         outputPath,
         operations: [encode()],
         limitInputPixels: LIMIT,
+        memory: MEMORY,
       }),
     ).rejects.toThrow(ImageLimitError);
   });
@@ -494,6 +510,88 @@ describe('limits', () => {
     await expect(run(wide, [encode('png')])).resolves.toMatchObject({
       result: { widthOut: 17000 },
     });
+  });
+});
+
+describe('memory budget', () => {
+  // 1600 × 1200 = 1.92 MP. WebP at quality 95 asks for sharp YUV and libwebp method 4 (about
+  // 50 MB by the model); method 2 without sharp YUV needs about 30 MB.
+  let large: string;
+  beforeAll(async () => {
+    large = await fixtures.photo({ width: 1600, height: 1200, seed: 31 });
+  });
+
+  it('reserves its estimate while it runs and returns it afterwards', async () => {
+    const { result } = await run(large, [encode('webp', 95)]);
+    expect(result.encoderSteppedDown).toBe(false);
+    expect(result.estimatedMemoryBytes).toBeGreaterThan(40 * MiB);
+    expect(MEMORY.reservedBytes).toBe(0);
+  });
+
+  it('steps down to a leaner WebP mode when the requested one does not fit', async () => {
+    const tight = new MemoryBudget(40 * MiB);
+    const { result, metadata } = await run(large, [encode('webp', 95)], { memory: tight });
+    expect(result.encoderSteppedDown).toBe(true);
+    expect(result.estimatedMemoryBytes).toBeLessThanOrEqual(40 * MiB);
+    expect(metadata).toMatchObject({ format: 'webp', width: 1600, height: 1200 });
+    expect(tight.reservedBytes).toBe(0);
+  });
+
+  it('writes baseline JPEG instead of progressive when progressive does not fit', async () => {
+    const roomy = await run(large, [encode('jpeg', 85)]);
+    expect(roomy.metadata.isProgressive).toBe(true);
+    const tight = await run(large, [encode('jpeg', 85)], { memory: new MemoryBudget(20 * MiB) });
+    expect(tight.result.encoderSteppedDown).toBe(true);
+    expect(tight.metadata).toMatchObject({ format: 'jpeg', isProgressive: false, width: 1600 });
+  });
+
+  it('fails with a permanent limit error when no mode of the format fits, and writes nothing', async () => {
+    const { outcome, outputPath } = outputPathFor(large, [encode('avif', 50)], {
+      memory: new MemoryBudget(100 * MiB),
+    });
+    await expect(outcome).rejects.toBeInstanceOf(ImageLimitError);
+    await expect(outcome).rejects.toMatchObject({
+      permanent: true,
+      detail: { kind: 'memory', format: 'avif', width: 1600, height: 1200, budgetBytes: 100 * MiB },
+      message: expect.stringMatching(
+        /Writing 1600×1200 as AVIF needs about \d+ MB of memory, over this worker's image budget of 100 MB/,
+      ),
+    });
+    expect(await exists(outputPath)).toBe(false);
+    // The same chain with a resize in front fits.
+    const { metadata } = await run(large, [resize({ width: 400 }), encode('avif', 50)], {
+      memory: new MemoryBudget(100 * MiB),
+    });
+    expect(metadata).toMatchObject({ format: 'heif', width: 400 });
+  });
+
+  it('waits while other jobs hold the memory, and gives up when its signal aborts', async () => {
+    const budget = new MemoryBudget(60 * MiB);
+    const holder = await budget.reserve(50 * MiB);
+    const controller = new AbortController();
+    const { outcome: waiting, outputPath } = outputPathFor(large, [encode('webp', 80)], {
+      memory: budget,
+      signal: controller.signal,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(budget.waitingCount).toBe(1);
+    controller.abort(new Error('inline processing timed out'));
+    await expect(waiting).rejects.toThrow('inline processing timed out');
+    expect(await exists(outputPath)).toBe(false);
+
+    const queued = run(large, [encode('webp', 80)], { memory: budget });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(budget.waitingCount).toBe(1);
+    holder();
+    const { metadata } = await queued;
+    expect(metadata.format).toBe('webp');
+    expect(budget.reservedBytes).toBe(0);
+  });
+
+  it('returns the memory when the image turns out to be corrupt', async () => {
+    const truncated = await fixtures.truncated(large);
+    await expect(run(truncated, [encode('webp', 80)])).rejects.toBeInstanceOf(ImageDecodeError);
+    expect(MEMORY.reservedBytes).toBe(0);
   });
 });
 

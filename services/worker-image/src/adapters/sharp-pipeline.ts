@@ -6,8 +6,11 @@ import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import {
   assertInputWithinBudget,
   assertOutputWithinLimits,
+  type InputFormat,
   isInputFormat,
 } from '../domain/image-limits';
+import type { MemoryBudget } from '../domain/memory-budget';
+import { decoderMemoryClass, imageMemoryDemand, planWithinMemory } from '../domain/memory-model';
 import {
   OUTPUT_EXTENSIONS,
   type OutputFormat,
@@ -26,6 +29,10 @@ export interface ProcessImageInput {
   operations: readonly ResolvedImageOperation[];
   /** Pixel budget: decoded input (all frames that are kept) and every resize result. */
   limitInputPixels: number;
+  /** The worker's image memory, shared by its jobs; this one waits for its estimate. */
+  memory: MemoryBudget;
+  /** Gives up waiting for memory (inline timeout, shutdown). */
+  signal?: AbortSignal;
 }
 
 export interface ImageResult {
@@ -44,10 +51,17 @@ export interface ImageResult {
   outputSize: number;
   /** widthIn × heightIn / 1e6, unrounded (usage rounds its totals). */
   megapixelsIn: number;
+  /** What the job was estimated to need and reserved from the worker's memory budget. */
+  estimatedMemoryBytes: number;
+  /** Whether a leaner encoder mode than the requested one was used to fit the budget. */
+  encoderSteppedDown: boolean;
 }
 
 /** What the header says, read without decoding pixels. */
 interface InputProbe {
+  format: InputFormat;
+  /** Progressive JPEG or interlaced PNG: the decoder holds the whole image. */
+  progressive: boolean;
   /** Dimensions of one frame after EXIF orientation. */
   oriented: Dimensions;
   pages: number;
@@ -79,8 +93,13 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
  * Runs a resolved image chain from `inputPath` to `outputPath`. sharp reads and writes the
  * files itself (libvips streams them), so the image is never held whole in a JS Buffer.
  *
- * Failures caused by the image reject with ImageLimitError (too many pixels in or out, or
- * too large for the output format; checked from the header before any pixel is decoded) or
+ * Before decoding, the job's peak memory is estimated from the header (memory-model.ts); it
+ * waits until the worker's budget has that much free, and when even the leanest encoder mode
+ * of the format cannot fit the whole budget the job fails instead of risking the OOM killer.
+ *
+ * Failures caused by the image reject with ImageLimitError (too many pixels in or out, too
+ * large for the output format or for the memory budget; checked from the header before any
+ * pixel is decoded) or
  * ImageDecodeError (corrupt, truncated or not JPEG/PNG/WebP). Anything else (a missing input
  * file, a full disk) rejects with the original error. A partial output file is removed.
  */
@@ -90,7 +109,6 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
     throw new RangeError(`limitInputPixels must be a positive integer, got ${limitInputPixels}`);
   }
   const plan = planOperations(input.operations);
-  const settings = encodeSettingsFor(plan.encode);
 
   const inputSize = (await stat(inputPath)).size;
   const probe = await probeInput(inputPath);
@@ -98,6 +116,18 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
   assertInputWithinBudget(probe.oriented, frames, limitInputPixels);
   const steps = planResizeChain(probe.oriented, plan.resizes);
   assertOutputWithinLimits(probe.oriented, steps, frames, limitInputPixels, plan.encode.format);
+  const demand = imageMemoryDemand({
+    decoder: decoderMemoryClass(probe.format, probe.progressive),
+    input: probe.oriented,
+    frames,
+    resizes: plan.resizes,
+    steps,
+  });
+  const { settings, estimatedBytes, steppedDown } = planWithinMemory(
+    demand,
+    encodeSettingsFor(plan.encode),
+    input.memory.totalBytes,
+  );
 
   const context: PassContext = {
     frames,
@@ -105,12 +135,15 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
     format: plan.encode.format,
     limitInputPixels,
   };
+  const releaseMemory = await input.memory.reserve(estimatedBytes, input.signal);
   let info: sharp.OutputInfo;
   try {
     info = await runPasses(inputPath, outputPath, plan.resizes, settings, context);
   } catch (error) {
     await rm(outputPath, { force: true });
     throw translateSharpError(error, probe, frames, limitInputPixels);
+  } finally {
+    releaseMemory();
   }
 
   return {
@@ -124,6 +157,8 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
     inputSize,
     outputSize: info.size,
     megapixelsIn: (probe.oriented.width * probe.oriented.height) / 1e6,
+    estimatedMemoryBytes: estimatedBytes,
+    encoderSteppedDown: steppedDown,
   };
 }
 
@@ -146,6 +181,8 @@ async function probeInput(inputPath: string): Promise<InputProbe> {
     throw new ImageDecodeError('corrupt', 'Image header does not give its dimensions');
   }
   return {
+    format: metadata.format,
+    progressive: metadata.isProgressive === true,
     oriented: { width, height },
     pages: metadata.pages ?? 1,
     orientation: metadata.orientation ?? 1,

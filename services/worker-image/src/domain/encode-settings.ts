@@ -28,11 +28,14 @@ export interface AvifEncodeOptions {
 
 export interface JpegEncodeOptions {
   quality: number;
-  mozjpeg: true;
-  progressive: true;
+  /** mozjpeg's defaults (trellis, deringing, its quantisation table); forces progressive. */
+  mozjpeg: boolean;
+  progressive: boolean;
   chromaSubsampling: ChromaSubsampling;
   trellisQuantisation: boolean;
   optimiseScans: boolean;
+  /** Two-pass Huffman tables: a smaller file, but the whole image's coefficients are buffered. */
+  optimiseCoding: boolean;
 }
 
 export type PngEncodeOptions =
@@ -125,6 +128,7 @@ export function encodeSettingsFor(params: EncodeParams): EncodeSettings {
           chromaSubsampling: fullChroma ? '4:4:4' : '4:2:0',
           trellisQuantisation: thorough,
           optimiseScans: thorough,
+          optimiseCoding: true,
         },
       };
     }

@@ -36,10 +36,23 @@ export type ImageLimitDetail =
       width: number;
       height: number;
       maxDimension: number;
+    }
+  | {
+      /** Even the leanest way to write this format needs more memory than the worker has. */
+      kind: 'memory';
+      format: OutputFormat;
+      width: number;
+      height: number;
+      neededBytes: number;
+      budgetBytes: number;
     };
 
 function megapixels(pixels: number): string {
   return `${(pixels / 1e6).toFixed(1)} megapixels`;
+}
+
+function megabytes(bytes: number): string {
+  return `${Math.ceil(bytes / 1024 / 1024)} MB`;
 }
 
 function describeSize(detail: { width: number; height: number; frames: number }): string {
@@ -56,6 +69,8 @@ function limitMessage(detail: ImageLimitDetail): string {
       return `Resizing would produce ${describeSize(detail)} (${megapixels(detail.pixels)}), over the limit of ${megapixels(detail.limit)}`;
     case 'format-dimensions':
       return `${detail.format.toUpperCase()} output is limited to ${detail.maxDimension} pixels per side; the result would be ${detail.width}×${detail.height}`;
+    case 'memory':
+      return `Writing ${detail.width}×${detail.height} as ${detail.format.toUpperCase()} needs about ${megabytes(detail.neededBytes)} of memory, over this worker's image budget of ${megabytes(detail.budgetBytes)}; add a resize to the chain or choose another format`;
   }
 }
 

@@ -3,6 +3,7 @@ import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit'
 import { storageKeys } from '@tamp/proto';
 import type { ObjectStore } from '../../../kit/src';
 import { processImage } from '../adapters/sharp-pipeline';
+import type { MemoryBudget } from '../domain/memory-budget';
 
 export const IMAGE_CONTENT_TYPES: Record<string, string> = {
   webp: 'image/webp',
@@ -15,6 +16,8 @@ export interface ImageJobOptions {
   store: Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
   /** Pixel budget of one image (decoded input and every resize), e.g. 100 MP. */
   limitInputPixels: number;
+  /** Image memory shared by every job of this worker, queued and inline. */
+  memory: MemoryBudget;
 }
 
 /**
@@ -22,7 +25,7 @@ export interface ImageJobOptions {
  * the result uploaded as `results/<accountId>/<jobId>/result.<ext>` (a rerun overwrites it).
  */
 export function createImageJobProcessor(options: ImageJobOptions): ProcessJob {
-  return async (work, { workDir }) => {
+  return async (work, { workDir, signal, logger }) => {
     const startedAt = performance.now();
     if (work.pipeline !== 'image') {
       throw new PermanentJobError(`The image worker cannot run a ${work.pipeline} job`);
@@ -38,7 +41,18 @@ export function createImageJobProcessor(options: ImageJobOptions): ProcessJob {
       outputPath,
       operations: work.operations,
       limitInputPixels: options.limitInputPixels,
+      memory: options.memory,
+      signal,
     });
+    if (image.encoderSteppedDown) {
+      logger.info(
+        {
+          estimatedMemoryBytes: image.estimatedMemoryBytes,
+          budgetBytes: options.memory.totalBytes,
+        },
+        'used a leaner encoder mode to fit the memory budget',
+      );
+    }
     const outputKey = storageKeys.result(work.accountId, work.jobId, image.extension);
     await options.store.uploadFile(
       outputKey,

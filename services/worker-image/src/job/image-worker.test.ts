@@ -27,6 +27,7 @@ beforeAll(async () => {
         config: {
           ...dependencies.config,
           IMAGE_MAX_PIXELS: 100_000_000,
+          IMAGE_MEMORY_BUDGET_MB: 320,
           SHARP_CACHE_MB: 0,
           SHARP_CONCURRENCY: 1,
         },
