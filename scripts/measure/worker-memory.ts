@@ -10,6 +10,8 @@
  *    inline and queued) compared with its RSS after the first 50.
  *
  * Run: node --import tsx scripts/measure/worker-memory.ts [--image-jobs 500] [--wav-seconds 590]
+ * The services run from the bundle a container runs (scripts/build/bundle.ts, built first);
+ * `--source` runs them through tsx instead, which adds ~60 MiB to every process.
  * It launches its own NATS, MongoDB-wire server and MinIO (as `npm start` does, in a temp folder)
  * and prints the figures as a table. `test/e2e/worker-memory.test.ts` runs the same measurement
  * against the test stack and asserts the bounds.
@@ -75,6 +77,8 @@ export function descendants(pid: number): number[] {
 
 export interface RssSummary {
   samples: number;
+  /** VmRSS of the worker's Node process at the first sample, before the job, bytes. */
+  startRss: number;
   /** Largest VmRSS of the worker's Node process seen in any sample, bytes. */
   peakRss: number;
   /** The worker's VmHWM at the end (peak since it started), bytes. */
@@ -91,6 +95,7 @@ export interface RssSummary {
 export function sampleRss(pid: () => number | undefined, intervalMs = 100) {
   const summary: RssSummary = {
     samples: 0,
+    startRss: 0,
     peakRss: 0,
     hwm: 0,
     peakTreeRss: 0,
@@ -109,6 +114,7 @@ export function sampleRss(pid: () => number | undefined, intervalMs = 100) {
       tree += memory.rss;
       summary.peakChildHwm = Math.max(summary.peakChildHwm, memory.hwm);
     }
+    if (summary.samples === 0) summary.startRss = own.rss;
     summary.samples += 1;
     summary.peakRss = Math.max(summary.peakRss, own.rss);
     summary.hwm = own.hwm;
@@ -460,6 +466,7 @@ export function formatTable(figures: MemoryFigures): string {
       `${label}: job`,
       `${job.status}${job.error ? ` (${job.error})` : ''}, ${job.durationMs} ms, ${job.memory.samples} samples`,
     ]);
+    rows.push([`${label}: worker VmRSS before the job`, mb(job.memory.startRss)]);
     rows.push([`${label}: worker VmRSS peak (sampled)`, mb(job.memory.peakRss)]);
     rows.push([`${label}: worker VmHWM`, mb(job.memory.hwm)]);
     if (withTree) {
@@ -492,6 +499,10 @@ export function formatTable(figures: MemoryFigures): string {
 async function main() {
   const { launchInfrastructure, freePort } = await import('../infra/launcher');
   const { startServices } = await import('../stack/services');
+  const { bundleServices } = await import('../build/bundle');
+  // Measured as deployed: plain node on the built bundle, not the sources through tsx.
+  const runtime = process.argv.includes('--source') ? 'source' : 'bundle';
+  if (runtime === 'bundle') await bundleServices();
   const argument = (name: string) => {
     const index = process.argv.indexOf(`--${name}`);
     return index === -1 ? undefined : Number(process.argv[index + 1]);
@@ -505,6 +516,7 @@ async function main() {
     infrastructure,
     publicPort,
     adminPort,
+    runtime,
     env: {
       NATS_NAMESPACE: namespace,
       MONGO_DATABASE: `tamp_${namespace}`,

@@ -27,7 +27,9 @@ export interface TestAccount {
  * Every Tamp service as its own process, against this test file's private database, bucket and
  * NATS namespace on the shared servers: the system as an API client meets it.
  */
-export async function startTestStack(options: { env?: Record<string, string> } = {}) {
+export async function startTestStack(
+  options: { env?: Record<string, string>; runtime?: 'source' | 'bundle' } = {},
+) {
   const infrastructure = isolatedInfrastructure();
   const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
   const adminToken = randomBytes(16).toString('hex');
@@ -36,6 +38,7 @@ export async function startTestStack(options: { env?: Record<string, string> } =
     infrastructure,
     publicPort,
     adminPort,
+    runtime: options.runtime ?? 'source',
     env: {
       ...infrastructure.serviceEnv,
       ADMIN_TOKEN: adminToken,

@@ -1,0 +1,73 @@
+/**
+ * Builds each service into one ES module under `dist/<service>/main.mjs`: our TypeScript
+ * (the service, kit and proto) bundled, third-party packages left as imports resolved from
+ * node_modules at run time (native addons such as sharp cannot be bundled, and keeping them
+ * out keeps the build exact to the lockfile). This is what a container runs; `npm start` and
+ * the tests run the sources through tsx, which costs each process ~60 MiB more (the loader
+ * thread and transpiled sources), so memory measurements of a worker use the bundle.
+ *
+ * worker-text's thread entry is emitted next to its bundle, where the thread pool looks for
+ * it (`text-pipeline-thread.mjs` beside `main.mjs`).
+ *
+ * Run: node --import tsx scripts/build/bundle.ts
+ */
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { PROJECT_ROOT } from '../infra/provision';
+import { SERVICE_NAMES, type ServiceName } from '../stack/services';
+
+export const BUNDLE_DIR = join(PROJECT_ROOT, 'dist');
+
+export function bundledServiceEntry(name: ServiceName): string {
+  return join(BUNDLE_DIR, name, 'main.mjs');
+}
+
+/** Extra entry points a service loads by path at run time, beside its main bundle. */
+const EXTRA_ENTRIES: Partial<Record<ServiceName, Record<string, string>>> = {
+  'worker-text': {
+    'text-pipeline-thread': 'services/worker-text/src/adapters/text-pipeline-thread.ts',
+  },
+};
+
+/** Workspace packages (@tamp/*) are bundled; every other bare import stays external. */
+const externalThirdParty: Plugin = {
+  name: 'external-third-party',
+  setup(builder) {
+    builder.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@tamp/') ? undefined : { path: args.path, external: true },
+    );
+  },
+};
+
+export async function bundleServices(): Promise<void> {
+  await Promise.all(
+    SERVICE_NAMES.map((name) =>
+      build({
+        entryPoints: {
+          main: join(PROJECT_ROOT, 'services', name, 'src/main.ts'),
+          ...Object.fromEntries(
+            Object.entries(EXTRA_ENTRIES[name] ?? {}).map(([entry, path]) => [
+              entry,
+              join(PROJECT_ROOT, path),
+            ]),
+          ),
+        },
+        outdir: join(BUNDLE_DIR, name),
+        outExtension: { '.js': '.mjs' },
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20.19',
+        sourcemap: 'linked',
+        plugins: [externalThirdParty],
+        logLevel: 'warning',
+      }),
+    ),
+  );
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await bundleServices();
+  console.log(`bundled ${SERVICE_NAMES.length} services into ${BUNDLE_DIR}`);
+}
