@@ -12,5 +12,23 @@ export const configSchema = z.object({
     .int()
     .nonnegative()
     .default(256 * 1024),
+  /**
+   * Most worker threads running the text pipeline at once. Unset: one per job the worker admits
+   * (WORKER_CONCURRENCY + WORKER_INLINE_CONCURRENCY), so no admitted job waits for a thread
+   * and a small inline request is not queued behind a 5 M-character one.
+   */
+  TEXT_PIPELINE_THREADS: z.coerce.number().int().min(1).max(128).optional(),
 });
 export type Config = z.output<typeof configSchema>;
+
+/** TEXT_PIPELINE_THREADS, or its default from the job concurrencies. */
+export function textPipelineThreads(
+  config: Pick<
+    Config,
+    'TEXT_PIPELINE_THREADS' | 'WORKER_CONCURRENCY' | 'WORKER_INLINE_CONCURRENCY'
+  >,
+): number {
+  return (
+    config.TEXT_PIPELINE_THREADS ?? config.WORKER_CONCURRENCY + config.WORKER_INLINE_CONCURRENCY
+  );
+}

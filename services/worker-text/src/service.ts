@@ -1,16 +1,44 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
-import type { Config } from './config';
+import { startTextPipelinePool } from './adapters/text-pipeline-pool';
+import { type Config, textPipelineThreads } from './config';
 import { createTextJobProcessor } from './job/text-job';
 
 export interface TextWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
-  config: PipelineWorkerDependencies['config'] & Pick<Config, 'TEXT_MAX_OUTPUT_TEXT_BYTES'>;
+  config: PipelineWorkerDependencies['config'] &
+    Pick<Config, 'TEXT_MAX_OUTPUT_TEXT_BYTES' | 'TEXT_PIPELINE_THREADS'>;
 }
 
-/** Queued jobs from JOBS and inline requests on `work.text.inline`, one processJob for both. */
-export function startTextWorker(dependencies: TextWorkerDependencies) {
+/**
+ * Queued jobs from JOBS and inline requests on `work.text.inline`, one processJob for both;
+ * the pipeline itself runs in a worker thread pool.
+ */
+export async function startTextWorker(
+  dependencies: TextWorkerDependencies,
+): Promise<{ stop(): Promise<void> }> {
+  const threads = textPipelineThreads(dependencies.config);
+  const pool = await startTextPipelinePool({ threads });
   const processJob = createTextJobProcessor({
     store: dependencies.store,
     maxOutputTextBytes: dependencies.config.TEXT_MAX_OUTPUT_TEXT_BYTES,
+    runPipeline: pool.run,
   });
-  return startPipelineWorker({ ...dependencies, pipeline: 'text', processJob });
+  let worker: { stop(): Promise<void> };
+  try {
+    worker = await startPipelineWorker({ ...dependencies, pipeline: 'text', processJob });
+  } catch (error) {
+    await pool.close();
+    throw error;
+  }
+  dependencies.logger.info({ threads }, 'text pipeline thread pool started');
+  return {
+    async stop() {
+      try {
+        await worker.stop();
+      } finally {
+        // Only after the kit's stop: by then every job has finished or been aborted, so no
+        // thread still holds work anyone waits for.
+        await pool.close();
+      }
+    },
+  };
 }

@@ -4,7 +4,7 @@ import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit'
 import { storageKeys } from '@tamp/proto';
 import type { ObjectStore } from '../../../kit/src';
 import { extractPdfText, PdfTextExtractionError } from '../adapters/pdf';
-import { runTextPipeline } from '../domain/pipeline';
+import type { RunTextPipeline } from '../adapters/text-pipeline-pool';
 
 export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
@@ -16,6 +16,8 @@ export interface TextJobOptions {
    * default) and job documents below MongoDB's 16 MB.
    */
   maxOutputTextBytes: number;
+  /** The CPU-heavy part (trim, JSON to TOON, token counts), kept off the event loop. */
+  runPipeline: RunTextPipeline;
 }
 
 interface TextInput {
@@ -35,13 +37,13 @@ interface TextInput {
  * - `upload` (`.txt` read as UTF-8, `.pdf` through text extraction): `result.txt` only.
  */
 export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
-  return async (work, { workDir, mode }) => {
+  return async (work, { workDir, mode, signal }) => {
     const startedAt = performance.now();
     if (work.pipeline !== 'text') {
       throw new PermanentJobError(`The text worker cannot run a ${work.pipeline} job`);
     }
     const input = await readInput(work.input, workDir, options.store);
-    const result = runTextPipeline(input.text, work.operations);
+    const result = await options.runPipeline(input.text, work.operations, signal);
     const outputSize = Buffer.byteLength(result.text, 'utf8');
 
     let outputKey: string | null = null;

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
-import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
+import { inlineWorkReply, type JobWorkMessage, LIMITS } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startWorkerHarness,
   type WorkerHarness,
 } from '../../../kit/src/job-worker/worker-harness.test-support';
 import { startTextWorker } from '../service';
+import { largeDocument } from '../testing/large-document';
 
 let harness: WorkerHarness;
 let topology: WorkerHarness['topology'];
@@ -137,4 +139,43 @@ describe('worker-text', () => {
       `${'word '.repeat(399)}word`,
     );
   });
+
+  it('keeps the event loop responsive while a 5 M-character job runs', async () => {
+    const text = largeDocument(LIMITS.inlineTextCharacters);
+    const inputKey = `inputs/acc_txt/${randomUUID()}`;
+    await store.putBuffer(inputKey, text, 'text/plain');
+    const message = textJob({ kind: 'stored-text', key: inputKey, size: Buffer.byteLength(text) });
+    jobService.create(message);
+
+    // On the main thread this pipeline blocks the event loop for seconds; with the pool only
+    // reading the input and posting it to a thread (milliseconds) happen here. The bound is
+    // generous because the test machine has 2 CPUs, both busy with pipeline threads.
+    const MAX_EVENT_LOOP_DELAY_MS = 1_000;
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    try {
+      await jetstream(nats).publish(topology.subjects.jobs.text, JSON.stringify(message), {
+        msgID: message.jobId,
+      });
+      await jobService.until(() => jobService.jobs.get(message.jobId)?.status === 'processing');
+      // An inline request while the big job runs is answered (it gets a thread of its own).
+      const reply = await nats.request(
+        topology.subjects.inline.text,
+        JSON.stringify(textJob({ kind: 'text', text: MESSY })),
+        { timeout: 10_000 },
+      );
+      expect(inlineWorkReply.parse(reply.json())).toMatchObject({
+        status: 'completed',
+        outputText: TRIMMED,
+      });
+      const job = await jobService.until(() => {
+        const found = jobService.jobs.get(message.jobId);
+        return found?.status === 'completed' && found;
+      }, 150_000);
+      expect(job.completions[0]!.metrics.inputSize).toBe(Buffer.byteLength(text));
+    } finally {
+      delay.disable();
+    }
+    expect(delay.max / 1e6).toBeLessThan(MAX_EVENT_LOOP_DELAY_MS);
+  }, 180_000);
 });
