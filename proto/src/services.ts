@@ -314,7 +314,20 @@ export const inlineWorkReply = z.discriminatedUnion('status', [
     metrics: jobMetrics,
     usage: usageDimensions,
   }),
-  z.object({ status: z.literal('failed'), error: z.string() }),
+  z.object({
+    status: z.literal('failed'),
+    error: z.string(),
+    /**
+     * Whether another attempt may succeed (storage briefly unreachable, a timeout…), by the same
+     * rule as `failAttempt`'s `permanent` (its negation). A retryable failure is not the job's
+     * fate: the job service queues the job, as when no worker answers, and the queued worker
+     * retries it with backoff. Only a permanent failure (bad input) fails the job at once.
+     * Absent (a worker that predates the flag) reads as false: such workers were written for a
+     * `failed` that is final, so during a rolling upgrade their failures keep answering 200
+     * failed, instead of every one of them (corrupt input included) becoming a 202 and a rerun.
+     */
+    retryable: z.boolean().default(false),
+  }),
 ]);
 export type InlineWorkReply = z.infer<typeof inlineWorkReply>;
 

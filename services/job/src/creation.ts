@@ -33,7 +33,8 @@ const CLAIM_POLL_MS = 50;
  *
  * Idempotency applies to queued jobs only (the spec: "inline jobs are not deduplicated").
  * Whether a job is inline is decided from the request, so the key of an inline-eligible request
- * is ignored, even if that job later falls back to the queue because no inline worker answered.
+ * is ignored, even if that job later falls back to the queue (no inline worker answered, or the
+ * inline attempt failed in a way a retry may fix).
  * For images the upload's size decides; there the existing claim is looked up before the
  * upload is consumed, so a replay answers with its job even once the upload has expired.
  */
@@ -228,13 +229,24 @@ export class JobCreation {
     }
   }
 
-  /** `null` when no inline worker answered: the caller queues the job instead. */
+  /**
+   * `null` when the job goes to the queue instead: no inline worker answered, or its failure is
+   * retryable. Such a fallback is the queued path from the start (202, `created`, every queued
+   * attempt still ahead), as the inline attempt never became one of the job's attempts.
+   */
   private async runInline(job: JobDocument): Promise<CreateJobAnswer | null> {
-    const { jobs, messaging, settings, clock } = this.context;
+    const { jobs, messaging, settings, clock, logger } = this.context;
     const work = jobWorkOf(job);
     if (work.pipeline === 'audio') return null;
     const reply = await messaging.requestInline(work, settings.inlineReplyTimeoutMs);
     if (reply === null) return null;
+    if (reply.status === 'failed' && reply.retryable) {
+      logger.info(
+        { jobId: job._id, pipeline: job.pipeline, error: reply.error },
+        'inline attempt failed but may succeed on retry; queueing the job',
+      );
+      return null;
+    }
     const now = clock();
     const finished: JobDocument =
       reply.status === 'completed'

@@ -280,31 +280,71 @@ describe('inline path', () => {
     expect(await harness.workFor(request.jobId)).toHaveLength(1);
   });
 
-  it('answers 200 failed for a failed inline job, refunded exactly once', async () => {
+  // A reply without `retryable` comes from a worker that predates the flag: read as permanent.
+  it.each([
+    { worker: 'current', reply: { retryable: false } },
+    { worker: 'older', reply: {} },
+  ])(
+    'answers 200 failed for a permanent inline failure ($worker worker), refunded once',
+    async ({ worker, reply }) => {
+      inlineWorker = harness.serveInline('text', async () => ({
+        status: 'failed',
+        error: 'cannot trim that',
+        ...reply,
+      }));
+      const request = textRequest(newAccount(), `broken by the ${worker} worker`);
+
+      const answer = await harness.createJob(request);
+
+      expect(answer).toEqual({
+        httpStatus: 200,
+        job: { id: request.jobId, status: 'failed', error: 'cannot trim that' },
+      });
+      expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
+      expect(await harness.workFor(request.jobId)).toHaveLength(0);
+      const events = await harness.eventsFor(request.jobId);
+      expect(events).toHaveLength(1);
+      expect(events[0]?.body).toMatchObject({
+        event: 'job.failed',
+        inline: true,
+        error: 'cannot trim that',
+      });
+      const stored = await harness.db
+        .collection(JOBS_COLLECTION)
+        .findOne({ _id: request.jobId as never });
+      expect(stored).toMatchObject({ refundPending: false, eventPublished: true });
+    },
+  );
+
+  it('queues a job whose inline failure is retryable (202): not failed, not refunded', async () => {
     inlineWorker = harness.serveInline('text', async () => ({
       status: 'failed',
-      error: 'cannot trim that',
+      error: 'The input file could not be read from storage',
+      retryable: true,
     }));
-    const request = textRequest(newAccount(), 'broken');
+    const request = textRequest(newAccount(), 'storage hiccup');
 
     const answer = await harness.createJob(request);
 
-    expect(answer).toEqual({
-      httpStatus: 200,
-      job: { id: request.jobId, status: 'failed', error: 'cannot trim that' },
-    });
-    expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
-    const events = await harness.eventsFor(request.jobId);
-    expect(events).toHaveLength(1);
-    expect(events[0]?.body).toMatchObject({
-      event: 'job.failed',
-      inline: true,
-      error: 'cannot trim that',
-    });
+    expect(answer).toEqual({ httpStatus: 202, job: { id: request.jobId, status: 'created' } });
+    const work = await harness.workFor(request.jobId);
+    expect(work).toHaveLength(1);
+    expect(work[0]?.msgId).toBe(request.jobId);
+    expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(0);
+    expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
+    expect(await harness.eventsFor(request.jobId)).toHaveLength(0);
     const stored = await harness.db
       .collection(JOBS_COLLECTION)
       .findOne({ _id: request.jobId as never });
-    expect(stored).toMatchObject({ refundPending: false, eventPublished: true });
+    // The inline attempt is not one of the queued attempts: all of them are still ahead.
+    expect(stored).toMatchObject({
+      status: 'created',
+      inline: false,
+      attempts: 0,
+      error: null,
+      refundPending: false,
+      workPublished: true,
+    });
   });
 
   it('queues text over the fast-path size, text with a webhook, AVIF and large images', async () => {

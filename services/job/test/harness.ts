@@ -17,7 +17,7 @@ import {
   billingEndpoints,
   type ConsumedUpload,
   createTopology,
-  type InlineWorkReply,
+  type inlineWorkReply,
   type JobWorkMessage,
   jobEndpoints,
   MB,
@@ -27,6 +27,7 @@ import {
   type Topology,
   uploadEndpoints,
 } from '@tamp/proto';
+import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { JOB_INDEXES } from '../src/adapters/job-repository';
 import type { JobSettings } from '../src/context';
@@ -123,10 +124,13 @@ export class JobHarness {
     });
   }
 
-  /** An inline worker for `pipeline` answering with `answer(work)`; unsubscribe when done. */
+  /**
+   * An inline worker for `pipeline` answering with `answer(work)` as sent on the wire (fields
+   * with a default may be left out, as older workers do); unsubscribe when done.
+   */
   serveInline(
     pipeline: 'image' | 'text',
-    answer: (work: JobWorkMessage) => Promise<InlineWorkReply>,
+    answer: (work: JobWorkMessage) => Promise<z.input<typeof inlineWorkReply>>,
   ): Subscription {
     return this.peerNats.subscribe(this.topology.subjects.inline[pipeline], {
       queue: `worker-${pipeline}`,

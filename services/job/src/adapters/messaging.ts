@@ -61,6 +61,7 @@ export class JobMessaging {
   /**
    * Runs work on an inline worker. `null` when no worker answered in time (no responders,
    * timeout) or the answer was unusable: the caller then queues the job instead of failing it.
+   * A `failed` answer is returned as is; its `retryable` tells the caller which of the two to do.
    */
   async requestInline(
     work: JobWorkMessage & { pipeline: 'image' | 'text' },

@@ -4,7 +4,7 @@ import { type InlineWorkReply, inlineWorkReply, jobWorkMessage, LIMITS } from '@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { jobWorkerMetrics } from './metrics';
-import { describeError, type ProcessJob } from './types';
+import { describeError, isPermanentError, type ProcessJob } from './types';
 import { withJobWorkspace } from './workspace';
 
 export interface InlineWorkOptions {
@@ -34,8 +34,9 @@ export interface InlineWorkServer {
 /**
  * Serves `work.<pipeline>.inline`: the request is a JobWorkMessage, the reply an
  * InlineWorkReply, computed by the same `processJob` as queued work. A failure answers
- * `failed` with the error text; work that is aborted (timeout, shutdown) gets no answer, so the
- * job service falls back to the queued path.
+ * `failed` with the error text, flagged `retryable` unless it is permanent (the queued worker's
+ * rule), so the job service queues a job that another attempt may still complete. Work that
+ * is aborted (timeout, shutdown) gets no answer, so the job service falls back to the queue.
  */
 export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
   const logger = options.logger.child({ inline: options.subject });
@@ -73,7 +74,11 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
     }
     const parsed = jobWorkMessage.safeParse(body);
     if (!parsed.success) {
-      respond(msg, { status: 'failed', error: 'The inline work request is invalid' });
+      respond(msg, {
+        status: 'failed',
+        error: 'The inline work request is invalid',
+        retryable: false,
+      });
       metrics.processed.inc({ mode: 'inline', outcome: 'rejected' });
       return;
     }
@@ -86,7 +91,7 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
       () => controller.abort(new Error('inline processing timed out')),
       timeoutMs,
     );
-    let outcome: 'completed' | 'failed' | 'handed_back' = 'failed';
+    let outcome: 'completed' | 'failed' | 'retried' | 'handed_back' = 'failed';
     try {
       const result = await withJobWorkspace(tempDir, work.jobId, (workDir) =>
         options.processJob(work, {
@@ -110,8 +115,11 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
         outcome = 'handed_back';
         return;
       }
-      log.warn({ err: error }, 'inline job failed');
-      respond(msg, { status: 'failed', error: describeError(error) });
+      const retryable = !isPermanentError(error);
+      log.warn({ err: error, retryable }, 'inline job failed');
+      respond(msg, { status: 'failed', error: describeError(error), retryable });
+      // A retryable failure is not the job's end: the job service queues it for another try.
+      if (retryable) outcome = 'retried';
     } finally {
       clearTimeout(timer);
       release();
