@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { jobWorkerEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
 import { z } from 'zod';
 
@@ -14,8 +15,9 @@ export const configSchema = z.object({
     .default(256 * 1024),
   /**
    * Most worker threads running the text pipeline at once. Unset: one per job the worker admits
-   * (WORKER_CONCURRENCY + WORKER_INLINE_CONCURRENCY), so no admitted job waits for a thread
-   * and a small inline request is not queued behind a 5 M-character one.
+   * (WORKER_CONCURRENCY + WORKER_INLINE_CONCURRENCY), but no more than the CPUs available:
+   * each warm thread holds its own o200k tables (~80 MB), and threads beyond the cores add
+   * memory, not throughput. An inline request stuck behind large jobs falls back to the queue.
    */
   TEXT_PIPELINE_THREADS: z.coerce.number().int().min(1).max(128).optional(),
 });
@@ -29,6 +31,7 @@ export function textPipelineThreads(
   >,
 ): number {
   return (
-    config.TEXT_PIPELINE_THREADS ?? config.WORKER_CONCURRENCY + config.WORKER_INLINE_CONCURRENCY
+    config.TEXT_PIPELINE_THREADS ??
+    Math.min(availableParallelism(), config.WORKER_CONCURRENCY + config.WORKER_INLINE_CONCURRENCY)
   );
 }
