@@ -46,10 +46,28 @@ export const accountLimits = z.object({
 });
 export type AccountLimits = z.infer<typeof accountLimits>;
 
+/**
+ * Where an account's 30-day billing cycles are counted from (DECISIONS.md "Period"): an ISO-8601
+ * instant with `Z` or an offset (e.g. `2025-01-15T00:00:00Z`), stored in UTC. That it is not in
+ * the future is checked by billing (VALIDATION_ERROR), whose clock periods are computed with.
+ */
+export const billingCycleAnchorInput = z.iso.datetime({ offset: true });
+
+/** Longest grace period a rotated-out webhook secret may keep signing deliveries: 7 days. */
+export const MAX_WEBHOOK_SECRET_GRACE_SECONDS = 7 * 24 * 60 * 60;
+
 const accountView = accountLimits.extend({
   webhookUrl: z.string().nullable(),
   /** `whsec_…`; only the webhook service and the admin API read it. */
   webhookSecret: z.string(),
+  /**
+   * The secret the last rotation replaced, while its grace period lasts: until `validUntil`
+   * every delivery is signed with both. Null otherwise (and when billing predates rotation).
+   */
+  previousWebhookSecret: z
+    .object({ secret: z.string(), validUntil: z.iso.datetime() })
+    .nullable()
+    .default(null),
   billingCycleAnchor: z.iso.datetime().nullable(),
   createdAt: z.iso.datetime(),
 });
@@ -104,9 +122,12 @@ export const billingEndpoints = {
       plan: z.enum(PLANS).default('free'),
       credits: z.number().int().nonnegative().optional(),
       webhookUrl: httpUrl.nullable().optional(),
+      /** Unset: calendar-month periods. */
+      billingCycleAnchor: billingCycleAnchorInput.optional(),
     }),
     z.object({ accountId: z.string(), apiKey: z.string(), webhookSecret: z.string() }),
   ),
+  /** `billingCycleAnchor: null` goes back to calendar-month periods. */
   updateAccount: endpoint(
     'billing',
     'update-account',
@@ -114,8 +135,24 @@ export const billingEndpoints = {
       accountId: z.string(),
       plan: z.enum(PLANS).optional(),
       webhookUrl: httpUrl.nullable().optional(),
+      billingCycleAnchor: billingCycleAnchorInput.nullable().optional(),
     }),
     accountView,
+  ),
+  /**
+   * Replaces the account's webhook secret with a new one (sealed at rest like the first). The
+   * replaced secret keeps signing, next to the new one, for `gracePeriodSeconds` (default:
+   * billing's `WEBHOOK_SECRET_GRACE_MS`, 24 h); a secret replaced earlier stops at once.
+   * 0 retires it immediately (a leaked secret). Unknown account → NOT_FOUND.
+   */
+  rotateWebhookSecret: endpoint(
+    'billing',
+    'rotate-webhook-secret',
+    z.object({
+      accountId: z.string(),
+      gracePeriodSeconds: z.number().int().min(0).max(MAX_WEBHOOK_SECRET_GRACE_SECONDS).optional(),
+    }),
+    z.object({ webhookSecret: z.string(), previousValidUntil: z.iso.datetime() }),
   ),
   addCredits: endpoint(
     'billing',

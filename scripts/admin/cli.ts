@@ -1,6 +1,8 @@
 // The operators' CLI over the admin API (DECISIONS.md "Accounts and keys"):
 //   npm run --silent admin -- account create [--plan free|pro] [--credits N] [--webhook-url URL] --json
 //   npm run --silent admin -- account update <accountId> [--plan …] [--webhook-url URL|--no-webhook-url]
+//       [--billing-cycle-anchor <ISO instant>|--no-billing-cycle-anchor]
+//   npm run --silent admin -- account rotate-webhook-secret <accountId> [--grace-period-seconds N] --json
 //   npm run --silent admin -- credits add <accountId> <N>
 //   npm run --silent admin -- key create <accountId> --json | key revoke <keyId> | key list <accountId>
 //   npm run --silent admin -- deliveries <jobId> | redeliver <jobId> [--event job.completed|job.failed]
@@ -15,15 +17,22 @@ import { parseArgs } from 'node:util';
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const USAGE = `usage: npm run --silent admin -- <command>
-  account create [--plan free|pro] [--credits N] [--webhook-url URL] [--json]
-  account update <accountId> [--plan free|pro] [--webhook-url URL | --no-webhook-url] [--json]
+  account create [--plan free|pro] [--credits N] [--webhook-url URL]
+                 [--billing-cycle-anchor ISO] [--json]
+  account update <accountId> [--plan free|pro] [--webhook-url URL | --no-webhook-url]
+                 [--billing-cycle-anchor ISO | --no-billing-cycle-anchor] [--json]
   account show <accountId> [--json]
+  account rotate-webhook-secret <accountId> [--grace-period-seconds N] [--json]
   credits add <accountId> <N> [--json]
   key create <accountId> [--json]
   key revoke <keyId> [--json]
   key list <accountId> [--json]
   deliveries <jobId> [--json]
   redeliver <jobId> [--event job.completed|job.failed] [--json]
+--billing-cycle-anchor: an ISO-8601 instant, not in the future (e.g. 2025-01-15T00:00:00Z);
+  periods are then 30-day cycles from it instead of calendar months.
+rotate-webhook-secret: the previous secret keeps signing for --grace-period-seconds
+  (default: billing's WEBHOOK_SECRET_GRACE_MS, 24 h; 0 retires it at once).
 environment: TAMP_ADMIN_URL, ADMIN_TOKEN, TAMP_DATA_DIR (default .data)`;
 
 class UsageError extends Error {}
@@ -140,6 +149,9 @@ async function run(argv: string[]): Promise<Output> {
       credits: { type: 'string' },
       'webhook-url': { type: 'string' },
       'no-webhook-url': { type: 'boolean' },
+      'billing-cycle-anchor': { type: 'string' },
+      'no-billing-cycle-anchor': { type: 'boolean' },
+      'grace-period-seconds': { type: 'string' },
       event: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -158,6 +170,10 @@ async function run(argv: string[]): Promise<Output> {
         credits: positiveInteger(values.credits, '--credits', true),
       }),
       ...(values['webhook-url'] !== undefined && { webhookUrl: webhookUrl(values['webhook-url']) }),
+      // Validated by the API (format, and not in the future): one rule, in one place.
+      ...(values['billing-cycle-anchor'] !== undefined && {
+        billingCycleAnchor: values['billing-cycle-anchor'],
+      }),
     })) as { accountId: string; apiKey: string; webhookSecret: string };
     const result = {
       accountId: data.accountId,
@@ -174,28 +190,62 @@ async function run(argv: string[]): Promise<Output> {
     if (values['webhook-url'] !== undefined && values['no-webhook-url'] === true) {
       throw new UsageError('use either --webhook-url or --no-webhook-url');
     }
+    if (
+      values['billing-cycle-anchor'] !== undefined &&
+      values['no-billing-cycle-anchor'] === true
+    ) {
+      throw new UsageError('use either --billing-cycle-anchor or --no-billing-cycle-anchor');
+    }
     const body = {
       ...(values.plan !== undefined && { plan: plan(values.plan) }),
       ...(values['webhook-url'] !== undefined && { webhookUrl: webhookUrl(values['webhook-url']) }),
       ...(values['no-webhook-url'] === true && { webhookUrl: null }),
+      ...(values['billing-cycle-anchor'] !== undefined && {
+        billingCycleAnchor: values['billing-cycle-anchor'],
+      }),
+      ...(values['no-billing-cycle-anchor'] === true && { billingCycleAnchor: null }),
     };
     if (Object.keys(body).length === 0) {
-      throw new UsageError('nothing to update: give --plan, --webhook-url or --no-webhook-url');
+      throw new UsageError(
+        'nothing to update: give --plan, --webhook-url, --no-webhook-url, --billing-cycle-anchor or --no-billing-cycle-anchor',
+      );
     }
     const data = (await call('PATCH', `/accounts/${enc(accountId!)}`, body)) as {
       accountId: string;
       plan: string;
       webhookUrl: string | null;
+      billingCycleAnchor: string | null;
     };
+    const cycle =
+      data.billingCycleAnchor === null ? '' : `, 30-day cycles from ${data.billingCycleAnchor}`;
     return {
       json: data,
-      text: `account ${data.accountId}: plan ${data.plan}, webhook ${data.webhookUrl ?? '(none)'}`,
+      text: `account ${data.accountId}: plan ${data.plan}, webhook ${data.webhookUrl ?? '(none)'}${cycle}`,
     };
   }
   if (group === 'account' && action === 'show') {
     const [accountId] = one(rest, 1, '<accountId>');
     const data = await call('GET', `/accounts/${enc(accountId!)}`);
     return { json: data, text: JSON.stringify(data, null, 2) };
+  }
+  if (group === 'account' && action === 'rotate-webhook-secret') {
+    const [accountId] = one(rest, 1, '<accountId>');
+    const graceSeconds = values['grace-period-seconds'];
+    const data = (await call(
+      'POST',
+      `/accounts/${enc(accountId!)}/webhook-secret/rotate`,
+      graceSeconds === undefined
+        ? {}
+        : { gracePeriodSeconds: positiveInteger(graceSeconds, '--grace-period-seconds', true) },
+    )) as { webhookSecret: string; previousValidUntil: string };
+    const result = {
+      webhookSecret: data.webhookSecret,
+      previousValidUntil: data.previousValidUntil,
+    };
+    return {
+      json: result,
+      text: `webhook secret ${result.webhookSecret}\n(the previous secret also signs deliveries until ${result.previousValidUntil})`,
+    };
   }
   if (group === 'credits' && action === 'add') {
     const [accountId, amount] = one(rest, 2, '<accountId> <N>');

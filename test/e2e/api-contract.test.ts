@@ -531,6 +531,60 @@ describe('GET /v1/usage/current', () => {
   });
 });
 
+describe('Billing cycle anchor (admin) and GET /v1/usage/current', () => {
+  const DAY_MS = 24 * 60 * 60 * 1000;
+  const usagePeriod = async (apiKey: string) =>
+    (
+      await stack.api<{ period: { start: string; end: string } }>('GET', '/v1/usage/current', {
+        token: apiKey,
+      })
+    ).body.data!.period;
+
+  it('reports the 30-day cycle containing now once an anchor is set, the month once cleared', async () => {
+    const user = await stack.createAccount({ plan: 'pro' });
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    expect((await usagePeriod(user.apiKey)).start).toBe(monthStart.toISOString());
+
+    // 45 days ago: now lies in the second cycle, 30 to 60 days after the anchor.
+    const anchor = new Date(Math.floor(Date.now() / 1000) * 1000 - 45 * DAY_MS);
+    const updated = await stack.admin<{ billingCycleAnchor: string }>(
+      'PATCH',
+      `/admin/accounts/${user.accountId}`,
+      { billingCycleAnchor: anchor.toISOString() },
+    );
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body.data!.billingCycleAnchor).toBe(anchor.toISOString());
+    expect(await usagePeriod(user.apiKey)).toEqual({
+      start: new Date(anchor.getTime() + 30 * DAY_MS).toISOString(),
+      end: new Date(anchor.getTime() + 60 * DAY_MS).toISOString(),
+    });
+
+    const cleared = await stack.admin('PATCH', `/admin/accounts/${user.accountId}`, {
+      billingCycleAnchor: null,
+    });
+    expect(cleared.status).toBe(200);
+    expect((await usagePeriod(user.apiKey)).start).toBe(monthStart.toISOString());
+  });
+
+  it('refuses future and malformed anchors with 400 VALIDATION_ERROR, changing nothing', async () => {
+    const user = await stack.createAccount({ plan: 'pro' });
+    const before = await usagePeriod(user.apiKey);
+    const future = new Date(Date.now() + DAY_MS).toISOString();
+    for (const billingCycleAnchor of [future, '2025-01-15', '2025-13-01T00:00:00Z', 'yesterday']) {
+      const response = await stack.admin('PATCH', `/admin/accounts/${user.accountId}`, {
+        billingCycleAnchor,
+      });
+      expect(response.status, billingCycleAnchor).toBe(400);
+      expect(response.body.error?.code).toBe('VALIDATION_ERROR');
+    }
+    const created = await stack.admin('POST', '/admin/accounts', { billingCycleAnchor: future });
+    expect(created.status).toBe(400);
+    expect(created.body.error?.code).toBe('VALIDATION_ERROR');
+    expect(await usagePeriod(user.apiKey)).toEqual(before);
+  });
+});
+
 describe('Presets and operations endpoints', () => {
   it.each(['audio', 'image', 'text'])('%s', async (pipeline) => {
     const presets = await stack.api<{ presets: Array<{ name: string; queued: boolean }> }>(

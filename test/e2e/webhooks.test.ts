@@ -23,6 +23,8 @@ import { startTestStack, type TestAccount, type TestStack, uploadFile } from '..
  */
 const RETRY_SCHEDULE_MS = [2_500, 300, 300, 300, 300];
 const TIMEOUT_MS = 1_000;
+/** Billing's default grace period for a rotated-out secret, shortened so it ends within a test. */
+const SECRET_GRACE_MS = 15_000;
 const execFile = promisify(execFileCallback);
 
 let stack: TestStack;
@@ -34,6 +36,7 @@ beforeAll(async () => {
     env: {
       WEBHOOK_RETRY_SCHEDULE_MS: RETRY_SCHEDULE_MS.join(','),
       WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      WEBHOOK_SECRET_GRACE_MS: String(SECRET_GRACE_MS),
     },
   });
   account = await stack.createAccount({ plan: 'pro', credits: 1_000 });
@@ -251,6 +254,31 @@ function expectAuthentic(received: Received, secret: string): Payload {
   expect(() => new Webhook(secret).verify(received.body, standardHeaders(received))).not.toThrow();
   return JSON.parse(received.body.toString('utf8')) as Payload;
 }
+
+function standardVerifies(received: Received, secret: string): boolean {
+  try {
+    new Webhook(secret).verify(received.body, standardHeaders(received));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether this secret verifies the delivery; both verifiers must agree. */
+function verifiesWith(received: Received, secret: string): boolean {
+  const tamp = verifyTampDelivery(received.body, received.headers, secret).ok;
+  expect(
+    standardVerifies(received, secret),
+    'Standard Webhooks and X-Service-Signature agree',
+  ).toBe(tamp);
+  return tamp;
+}
+
+/** The admin CLI as operators run it, against this file's stack. */
+const cli = (...args: string[]) =>
+  execFile(process.execPath, ['--import', 'tsx', 'scripts/admin/cli.ts', ...args], {
+    env: { ...process.env, TAMP_ADMIN_URL: stack.adminUrl, ADMIN_TOKEN: stack.adminToken },
+  });
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -584,11 +612,6 @@ describe('Operators', () => {
     const jobId = await queuedTextJob(account.apiKey, { webhookUrl: receiver.url });
     await receiver.waitForRequests(1);
     await waitForDeliveries(jobId, (list) => list.length >= 1);
-    const cli = (...args: string[]) =>
-      execFile(process.execPath, ['--import', 'tsx', 'scripts/admin/cli.ts', ...args], {
-        env: { ...process.env, TAMP_ADMIN_URL: stack.adminUrl, ADMIN_TOKEN: stack.adminToken },
-      });
-
     const listed = JSON.parse((await cli('deliveries', jobId, '--json')).stdout) as {
       deliveries: DeliveryRecord[];
     };
@@ -609,5 +632,59 @@ describe('Operators', () => {
     expect(header(received[1]!, 'webhook-id')).toBe(header(received[0]!, 'webhook-id'));
     expectAuthentic(received[1]!, account.webhookSecret);
     expect(await waitForDeliveries(jobId, (list) => list.length >= 2)).toHaveLength(2);
+  });
+});
+
+describe('Signing secret rotation', () => {
+  it('signs with both secrets during the grace period, then with the new one only', async () => {
+    const receiver = await Receiver.start();
+    const holder = await stack.createAccount({ plan: 'pro', webhookUrl: receiver.url });
+    const rotatedAt = Date.now();
+    const { stdout } = await cli('account', 'rotate-webhook-secret', holder.accountId, '--json');
+    const rotation = JSON.parse(stdout) as { webhookSecret: string; previousValidUntil: string };
+    expect(Object.keys(rotation).sort()).toEqual(['previousValidUntil', 'webhookSecret']);
+    expect(rotation.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotation.webhookSecret).not.toBe(holder.webhookSecret);
+    const validUntil = Date.parse(rotation.previousValidUntil);
+    expect(validUntil).toBeGreaterThanOrEqual(rotatedAt + SECRET_GRACE_MS - 1_000);
+    expect(validUntil).toBeLessThanOrEqual(Date.now() + SECRET_GRACE_MS + 1_000);
+
+    // During the grace period: webhook-signature lists one signature per secret, so Standard
+    // Webhooks verifiers accept either; X-Service-Signature stays the spec's single value,
+    // keyed with the new secret.
+    const jobId = await queuedTextJob(holder.apiKey, { text: LARGE_TEXT });
+    const [during] = await receiver.waitForRequests(1);
+    expect(Number(header(during!, 'x-service-timestamp')) * 1000).toBeLessThan(validUntil);
+    expect(header(during!, 'x-service-signature')).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(header(during!, 'webhook-signature').split(' ')).toHaveLength(2);
+    expect(verifiesWith(during!, rotation.webhookSecret)).toBe(true);
+    expect(standardVerifies(during!, holder.webhookSecret)).toBe(true);
+    expect(verifyTampDelivery(during!.body, during!.headers, holder.webhookSecret).ok).toBe(false);
+    const stranger = (await stack.createAccount()).webhookSecret;
+    expect(verifiesWith(during!, stranger)).toBe(false);
+
+    // After it: the same event sent again is signed with the new secret alone.
+    await sleep(Math.max(0, validUntil - Date.now()) + 500);
+    const redelivered = await stack.admin('POST', `/admin/jobs/${jobId}/redeliver`, {});
+    expect(redelivered.status, JSON.stringify(redelivered.body)).toBe(202);
+    const [, after] = await receiver.waitForRequests(2);
+    expect(after!.body.equals(during!.body)).toBe(true);
+    expect(header(after!, 'x-service-signature')).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(verifiesWith(after!, rotation.webhookSecret)).toBe(true);
+    expect(verifiesWith(after!, holder.webhookSecret)).toBe(false);
+    expectAuthentic(after!, rotation.webhookSecret);
+  }, 90_000);
+
+  it('answers 404 NOT_FOUND for an unknown account, on the admin API and in the CLI', async () => {
+    const unknown = 'acct_01JD5ZQ7Y8K9ABCDEFGHJKMNPQ';
+    const response = await stack.admin('POST', `/admin/accounts/${unknown}/webhook-secret/rotate`);
+    expect(response.status).toBe(404);
+    expect(response.body.error?.code).toBe('NOT_FOUND');
+    const failed = await cli('account', 'rotate-webhook-secret', unknown).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('NOT_FOUND');
   });
 });

@@ -12,6 +12,21 @@ describe('billing configuration', () => {
       pro: { maxUploadBytes: 100 * MB, creditsPerPeriod: 10_000, rateLimitPerMinute: 600 },
     });
     expect(config.SECRETS_ENCRYPTION_KEY).toBeNull();
+    expect(config.WEBHOOK_SECRET_GRACE_MS).toBe(24 * 60 * 60 * 1000);
+  });
+
+  it('takes a webhook secret grace period from 0 to 7 days', () => {
+    expect(
+      configSchema.parse({ ...base, WEBHOOK_SECRET_GRACE_MS: '0' }).WEBHOOK_SECRET_GRACE_MS,
+    ).toBe(0);
+    const week = 7 * 24 * 60 * 60 * 1000;
+    expect(
+      configSchema.parse({ ...base, WEBHOOK_SECRET_GRACE_MS: String(week) })
+        .WEBHOOK_SECRET_GRACE_MS,
+    ).toBe(week);
+    for (const WEBHOOK_SECRET_GRACE_MS of ['-1', String(week + 1), '1.5', 'a day']) {
+      expect(configSchema.safeParse({ ...base, WEBHOOK_SECRET_GRACE_MS }).success).toBe(false);
+    }
   });
 
   it('merges PLANS_JSON over the defaults', () => {

@@ -1,6 +1,8 @@
 import { mongoEnv, natsEnv, serviceEnv } from '@tamp/kit';
+import { MAX_WEBHOOK_SECRET_GRACE_SECONDS } from '@tamp/proto';
 import { z } from 'zod';
 import { type PlanCatalog, planCatalog, planOverrides } from './domain/plans';
+import { DEFAULT_WEBHOOK_SECRET_GRACE_MS } from './domain/webhook-secret';
 
 /** `PLANS_JSON`, e.g. `{"free":{"creditsPerPeriod":500}}`: merged over the default plans. */
 const plansJson = z
@@ -45,5 +47,15 @@ export const configSchema = z.object({
   ...mongoEnv,
   PLANS_JSON: plansJson,
   SECRETS_ENCRYPTION_KEY: encryptionKey,
+  /**
+   * How long a rotated-out webhook secret keeps signing deliveries next to the new one (24 h),
+   * unless the rotation names its own period; at most 7 days.
+   */
+  WEBHOOK_SECRET_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_WEBHOOK_SECRET_GRACE_SECONDS * 1000)
+    .default(DEFAULT_WEBHOOK_SECRET_GRACE_MS),
 });
 export type Config = z.output<typeof configSchema>;

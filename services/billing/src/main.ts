@@ -17,6 +17,7 @@ await runService({
       plans: config.PLANS_JSON,
       logger: context.logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
+      webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
     });
     // Registered after NATS and Mongo, so it runs before they close: stop taking work first.
     context.shutdown.register('billing', () => billing.stop());

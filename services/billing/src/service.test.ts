@@ -212,6 +212,180 @@ describe('accounts and keys', () => {
   });
 });
 
+describe('webhook secret rotation', () => {
+  const DAY_MS = 24 * 60 * 60 * 1000;
+  const later = (ms: number) => new Date(JANUARY.getTime() + ms);
+
+  it('hands out a new sealed secret and keeps the old one signing for 24 hours', async () => {
+    try {
+      const { accountId, webhookSecret: original } = await call(billingEndpoints.createAccount, {});
+      const rotated = await call(billingEndpoints.rotateWebhookSecret, { accountId });
+      expect(rotated).toEqual({
+        webhookSecret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+        previousValidUntil: later(DAY_MS).toISOString(),
+      });
+      expect(rotated.webhookSecret).not.toBe(original);
+      expect(await call(billingEndpoints.getAccount, { accountId })).toMatchObject({
+        webhookSecret: rotated.webhookSecret,
+        previousWebhookSecret: { secret: original, validUntil: rotated.previousValidUntil },
+      });
+      // Sealed at rest, both of them.
+      const stored = JSON.stringify(
+        await db.collection<AccountDocument>('accounts').findOne({ _id: accountId }),
+      );
+      for (const secret of [original, rotated.webhookSecret]) {
+        expect(stored).not.toContain(secret.slice(6));
+      }
+
+      clock = later(DAY_MS - 1);
+      expect(
+        (await call(billingEndpoints.getAccount, { accountId })).previousWebhookSecret?.secret,
+      ).toBe(original);
+      clock = later(DAY_MS);
+      const after = await call(billingEndpoints.getAccount, { accountId });
+      expect(after).toMatchObject({
+        webhookSecret: rotated.webhookSecret,
+        previousWebhookSecret: null,
+      });
+      // Once expired it is dropped from storage too.
+      const account = await db.collection<AccountDocument>('accounts').findOne({ _id: accountId });
+      expect(account?.previousWebhookSecret).toBeNull();
+    } finally {
+      clock = JANUARY;
+    }
+  });
+
+  it('takes a grace period per rotation; 0 retires the old secret at once', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const hour = await call(billingEndpoints.rotateWebhookSecret, {
+      accountId,
+      gracePeriodSeconds: 3600,
+    });
+    expect(hour.previousValidUntil).toBe(later(3_600_000).toISOString());
+    const immediate = await call(billingEndpoints.rotateWebhookSecret, {
+      accountId,
+      gracePeriodSeconds: 0,
+    });
+    expect(immediate.previousValidUntil).toBe(JANUARY.toISOString());
+    expect(await call(billingEndpoints.getAccount, { accountId })).toMatchObject({
+      webhookSecret: immediate.webhookSecret,
+      previousWebhookSecret: null,
+    });
+    // Out-of-range periods never leave the caller: both ends validate with the proto schema.
+    for (const gracePeriodSeconds of [-1, 1.5, 7 * 24 * 3600 + 1]) {
+      expect(
+        billingEndpoints.rotateWebhookSecret.request.safeParse({ accountId, gracePeriodSeconds })
+          .success,
+      ).toBe(false);
+    }
+  });
+
+  it('keeps only the secret replaced last: rotating again ends the earlier grace at once', async () => {
+    const { accountId, webhookSecret: first } = await call(billingEndpoints.createAccount, {});
+    const second = await call(billingEndpoints.rotateWebhookSecret, { accountId });
+    const third = await call(billingEndpoints.rotateWebhookSecret, { accountId });
+    const account = await call(billingEndpoints.getAccount, { accountId });
+    expect(account.webhookSecret).toBe(third.webhookSecret);
+    expect(account.previousWebhookSecret?.secret).toBe(second.webhookSecret);
+    expect(JSON.stringify(account)).not.toContain(first);
+  });
+
+  it('applies concurrent rotations one after the other', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const rotations = await Promise.all(
+      Array.from({ length: 5 }, () => call(billingEndpoints.rotateWebhookSecret, { accountId })),
+    );
+    const handedOut = rotations.map((rotation) => rotation.webhookSecret);
+    expect(new Set(handedOut).size).toBe(5);
+    const account = await call(billingEndpoints.getAccount, { accountId });
+    expect(handedOut).toContain(account.webhookSecret);
+    expect(handedOut).toContain(account.previousWebhookSecret?.secret);
+  });
+
+  it('answers NOT_FOUND for unknown and malformed account ids', async () => {
+    for (const accountId of [newId('account'), 'acct_nope', '']) {
+      const error = await failure(call(billingEndpoints.rotateWebhookSecret, { accountId }));
+      expect(error.code).toBe('NOT_FOUND');
+      expect(error.httpStatus).toBe(404);
+    }
+  });
+});
+
+describe('billing cycle anchor', () => {
+  it('moves the usage period to the 30-day cycle containing now, and back to the month', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {});
+    expect((await call(billingEndpoints.getUsage, { accountId })).period).toEqual({
+      start: '2025-01-01T00:00:00.000Z',
+      end: '2025-02-01T00:00:00.000Z',
+    });
+    // 2024-11-20 + 30 d = 2024-12-20, + 30 d = 2025-01-19: now (01-15) is in the second cycle.
+    const updated = await call(billingEndpoints.updateAccount, {
+      accountId,
+      billingCycleAnchor: '2024-11-20T06:00:00+06:00',
+    });
+    expect(updated.billingCycleAnchor).toBe('2024-11-20T00:00:00.000Z');
+    expect((await call(billingEndpoints.getUsage, { accountId })).period).toEqual({
+      start: '2024-12-20T00:00:00.000Z',
+      end: '2025-01-19T00:00:00.000Z',
+    });
+    await call(billingEndpoints.updateAccount, { accountId, billingCycleAnchor: null });
+    expect((await call(billingEndpoints.getUsage, { accountId })).period.start).toBe(
+      '2025-01-01T00:00:00.000Z',
+    );
+  });
+
+  it('is accepted at creation', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {
+      billingCycleAnchor: '2025-01-10T00:00:00Z',
+    });
+    expect((await call(billingEndpoints.getAccount, { accountId })).billingCycleAnchor).toBe(
+      '2025-01-10T00:00:00.000Z',
+    );
+    expect((await call(billingEndpoints.getUsage, { accountId })).period).toEqual({
+      start: '2025-01-10T00:00:00.000Z',
+      end: '2025-02-09T00:00:00.000Z',
+    });
+  });
+
+  it('resets the allowance when the anchored period starts after the current one', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 5 });
+    await reserve(accountId, newId('job'), 5);
+    // A cycle from 2024-12-20 began before January 1: still the same allowance.
+    await call(billingEndpoints.updateAccount, {
+      accountId,
+      billingCycleAnchor: '2024-12-20T00:00:00Z',
+    });
+    expect((await failure(reserve(accountId, newId('job'), 1))).code).toBe('INSUFFICIENT_CREDITS');
+    // A cycle starting on January 10 is a new period: the plan allowance is back.
+    await call(billingEndpoints.updateAccount, {
+      accountId,
+      billingCycleAnchor: '2025-01-10T00:00:00Z',
+    });
+    await reserve(accountId, newId('job'), 1);
+    expect(await balance(accountId)).toEqual({ allowance: 99, granted: 0 });
+  });
+
+  it('refuses anchors in the future as VALIDATION_ERROR, and malformed ones by schema', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const future = new Date(JANUARY.getTime() + 2 * 60_000).toISOString();
+    const error = await failure(
+      call(billingEndpoints.updateAccount, { accountId, billingCycleAnchor: future }),
+    );
+    expect(error.code).toBe('VALIDATION_ERROR');
+    expect(error.details).toEqual([{ path: 'billingCycleAnchor', message: expect.any(String) }]);
+    expect(
+      (await failure(call(billingEndpoints.createAccount, { billingCycleAnchor: future }))).code,
+    ).toBe('VALIDATION_ERROR');
+    expect((await call(billingEndpoints.getAccount, { accountId })).billingCycleAnchor).toBeNull();
+    for (const billingCycleAnchor of ['2025-01-15', '2025-02-30T00:00:00Z', 'yesterday', '']) {
+      expect(
+        billingEndpoints.updateAccount.request.safeParse({ accountId, billingCycleAnchor }).success,
+        billingCycleAnchor,
+      ).toBe(false);
+    }
+  });
+});
+
 describe('credits', () => {
   it('lets exactly the available credits through 200 concurrent reservations', async () => {
     const { accountId } = await call(billingEndpoints.createAccount, { credits: 100 });

@@ -9,10 +9,15 @@ import type { AccountDocument, ApiKeyDocument } from './adapters/documents';
 import { consumeJobEvents } from './adapters/job-event-consumer';
 import { KeyStore } from './adapters/key-store';
 import { UsageStore } from './adapters/usage-store';
-import { billingPeriodAt } from './domain/billing-period';
+import { billingCycleAnchorProblem, billingPeriodAt } from './domain/billing-period';
 import type { PlanCatalog } from './domain/plans';
 import { usageSummary } from './domain/usage-summary';
-import { generateWebhookSecret, SecretSealer } from './domain/webhook-secret';
+import {
+  DEFAULT_WEBHOOK_SECRET_GRACE_MS,
+  generateWebhookSecret,
+  SecretSealer,
+  secretInGrace,
+} from './domain/webhook-secret';
 
 export interface BillingDependencies {
   nats: NatsConnection;
@@ -23,6 +28,8 @@ export interface BillingDependencies {
   logger: Logger;
   /** Seals webhook secrets at rest (AES-256-GCM); null stores them plain. */
   secretsEncryptionKey?: Buffer | null;
+  /** How long a rotated-out webhook secret keeps signing when the rotation names no period. */
+  webhookSecretGraceMs?: number;
   /** The time periods and records are based on; tests move it. */
   now?: () => Date;
 }
@@ -34,22 +41,42 @@ export async function startBilling(
   const { db, plans, logger } = dependencies;
   const now = dependencies.now ?? (() => new Date());
   const sealer = new SecretSealer(dependencies.secretsEncryptionKey ?? null);
+  const webhookSecretGraceMs = dependencies.webhookSecretGraceMs ?? DEFAULT_WEBHOOK_SECRET_GRACE_MS;
   const accounts = new AccountStore(db, plans, now);
   const credits = new CreditBook(db, accounts, now);
   const keys = new KeyStore(db, now);
   const usage = new UsageStore(db);
   const rpc = new Rpc(dependencies.nats, dependencies.topology, logger);
 
-  const accountView = (account: AccountDocument) => ({
-    accountId: account._id,
-    plan: account.plan,
-    maxUploadBytes: plans[account.plan].maxUploadBytes,
-    rateLimitPerMinute: plans[account.plan].rateLimitPerMinute,
-    webhookUrl: account.webhookUrl,
-    webhookSecret: sealer.open(account.webhookSecret),
-    billingCycleAnchor: account.billingCycleAnchor?.toISOString() ?? null,
-    createdAt: account.createdAt.toISOString(),
-  });
+  const accountView = (account: AccountDocument) => {
+    // The webhook service signs with whatever this returns, so the grace rule lives here alone.
+    const previous = secretInGrace(account.previousWebhookSecret, now());
+    return {
+      accountId: account._id,
+      plan: account.plan,
+      maxUploadBytes: plans[account.plan].maxUploadBytes,
+      rateLimitPerMinute: plans[account.plan].rateLimitPerMinute,
+      webhookUrl: account.webhookUrl,
+      webhookSecret: sealer.open(account.webhookSecret),
+      previousWebhookSecret:
+        previous === null
+          ? null
+          : { secret: sealer.open(previous.secret), validUntil: previous.validUntil.toISOString() },
+      billingCycleAnchor: account.billingCycleAnchor?.toISOString() ?? null,
+      createdAt: account.createdAt.toISOString(),
+    };
+  };
+  /** Parses an anchor from a request, refusing one in the future (VALIDATION_ERROR). */
+  const anchorAt = (iso: string): Date => {
+    const anchor = new Date(iso);
+    const problem = billingCycleAnchorProblem(anchor, now());
+    if (problem !== null) {
+      throw new ServiceError('VALIDATION_ERROR', `billingCycleAnchor ${problem}`, [
+        { path: 'billingCycleAnchor', message: problem },
+      ]);
+    }
+    return anchor;
+  };
   const keyView = (key: ApiKeyDocument) => ({
     keyId: key._id,
     accountId: key.accountId,
@@ -77,9 +104,11 @@ export async function startBilling(
         keyId: key._id,
       };
     }),
-    rpc.serve(billingEndpoints.getAccount, async ({ accountId }) =>
-      accountView(await accounts.find(accountId)),
-    ),
+    rpc.serve(billingEndpoints.getAccount, async ({ accountId }) => {
+      const account = await accounts.find(accountId);
+      await accounts.forgetExpiredWebhookSecret(account);
+      return accountView(account);
+    }),
     rpc.serve(billingEndpoints.reserveCredits, (request) => credits.reserve(request)),
     rpc.serve(billingEndpoints.refundCredits, (request) => credits.refund(request)),
     rpc.serve(billingEndpoints.getUsage, async ({ accountId }) => {
@@ -88,6 +117,8 @@ export async function startBilling(
       return usageSummary(period, await usage.totals(accountId, period));
     }),
     rpc.serve(billingEndpoints.createAccount, async (request) => {
+      const billingCycleAnchor =
+        request.billingCycleAnchor === undefined ? null : anchorAt(request.billingCycleAnchor);
       const webhookSecret = generateWebhookSecret();
       const account = await accounts.create({
         accountId: newId('account'),
@@ -95,13 +126,33 @@ export async function startBilling(
         webhookUrl: request.webhookUrl ?? null,
         sealedWebhookSecret: sealer.seal(webhookSecret),
         credits: request.credits,
+        billingCycleAnchor,
       });
       const { apiKey } = await keys.create(account._id);
       return { accountId: account._id, apiKey, webhookSecret };
     }),
-    rpc.serve(billingEndpoints.updateAccount, async ({ accountId, ...changes }) =>
-      accountView(await accounts.update(accountId, changes)),
+    rpc.serve(
+      billingEndpoints.updateAccount,
+      async ({ accountId, billingCycleAnchor, ...rest }) => {
+        const changes = {
+          ...rest,
+          ...(billingCycleAnchor !== undefined && {
+            billingCycleAnchor: billingCycleAnchor === null ? null : anchorAt(billingCycleAnchor),
+          }),
+        };
+        return accountView(await accounts.update(accountId, changes));
+      },
     ),
+    rpc.serve(billingEndpoints.rotateWebhookSecret, async ({ accountId, gracePeriodSeconds }) => {
+      const webhookSecret = generateWebhookSecret();
+      const graceMs =
+        gracePeriodSeconds === undefined ? webhookSecretGraceMs : gracePeriodSeconds * 1000;
+      const previousValidUntil = new Date(now().getTime() + graceMs);
+      await accounts.rotateWebhookSecret(accountId, sealer.seal(webhookSecret), previousValidUntil);
+      // Never the secret itself: it goes to the operator in the reply only.
+      logger.info({ accountId, previousValidUntil }, 'webhook secret rotated');
+      return { webhookSecret, previousValidUntil: previousValidUntil.toISOString() };
+    }),
     rpc.serve(billingEndpoints.addCredits, async ({ accountId, credits: amount }) => ({
       accountId,
       grantedCredits: await credits.grant(accountId, amount),

@@ -91,6 +91,95 @@ describe('admin API', () => {
   });
 });
 
+describe('admin API: webhook secret rotation and billing cycle anchor', () => {
+  const headers = { authorization: `Bearer ${TOKEN}` };
+
+  it('rotates with the default or a given grace period; unknown accounts are 404 NOT_FOUND', async () => {
+    const rotated = await admin().inject({
+      method: 'POST',
+      url: '/admin/accounts/acct_1/webhook-secret/rotate',
+      headers,
+    });
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json()).toEqual({
+      success: true,
+      data: {
+        webhookSecret: expect.stringMatching(/^whsec_/),
+        previousValidUntil: expect.any(String),
+      },
+    });
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'rotateWebhookSecret',
+      request: { accountId: 'acct_1' },
+    });
+    const immediate = await admin().inject({
+      method: 'POST',
+      url: '/admin/accounts/acct_1/webhook-secret/rotate',
+      headers,
+      payload: { gracePeriodSeconds: 0 },
+    });
+    expect(immediate.statusCode).toBe(200);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'rotateWebhookSecret',
+      request: { accountId: 'acct_1', gracePeriodSeconds: 0 },
+    });
+    for (const payload of [{ gracePeriodSeconds: -1 }, { gracePeriodSeconds: 604_801 }, { x: 1 }]) {
+      const bad = await admin().inject({
+        method: 'POST',
+        url: '/admin/accounts/acct_1/webhook-secret/rotate',
+        headers,
+        payload,
+      });
+      expect(bad.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+    }
+    const unknown = await admin().inject({
+      method: 'POST',
+      url: `/admin/accounts/${Harness.UNKNOWN_ACCOUNT}/webhook-secret/rotate`,
+      headers,
+    });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error.code).toBe('NOT_FOUND');
+  });
+
+  it('sets and clears billingCycleAnchor; malformed anchors are 400 VALIDATION_ERROR', async () => {
+    const set = await admin().inject({
+      method: 'PATCH',
+      url: '/admin/accounts/acct_1',
+      headers,
+      payload: { billingCycleAnchor: '2025-01-10T08:00:00+02:00' },
+    });
+    expect(set.statusCode).toBe(200);
+    expect(set.json().data.billingCycleAnchor).toBe('2025-01-10T06:00:00.000Z');
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'updateAccount',
+      request: { accountId: 'acct_1', billingCycleAnchor: '2025-01-10T08:00:00+02:00' },
+    });
+    const cleared = await admin().inject({
+      method: 'PATCH',
+      url: '/admin/accounts/acct_1',
+      headers,
+      payload: { billingCycleAnchor: null },
+    });
+    expect(cleared.json().data.billingCycleAnchor).toBeNull();
+    const calls = harness.adminCalls.length;
+    for (const billingCycleAnchor of ['2025-01-10', '2025-02-30T00:00:00Z', 'soon', 1736496000]) {
+      for (const [method, url] of [
+        ['PATCH', '/admin/accounts/acct_1'],
+        ['POST', '/admin/accounts'],
+      ] as const) {
+        const bad = await admin().inject({ method, url, headers, payload: { billingCycleAnchor } });
+        expect(bad.statusCode, `${method} ${billingCycleAnchor}`).toBe(400);
+        expect(bad.json().error).toMatchObject({
+          code: 'VALIDATION_ERROR',
+          details: [expect.objectContaining({ path: 'body.billingCycleAnchor' })],
+        });
+      }
+    }
+    expect(harness.adminCalls).toHaveLength(calls);
+  });
+});
+
 describe('admin CLI', () => {
   it('account create --json prints exactly accountId, apiKey, webhookSecret', async () => {
     const result = await cli([
@@ -136,6 +225,69 @@ describe('admin CLI', () => {
     expect(revoke.stdout).toContain('revoked');
     expect(deliveries.stdout).toContain('failed 500');
     expect(redeliver.stdout).toContain('scheduled');
+  });
+
+  it('account rotate-webhook-secret --json prints exactly webhookSecret, previousValidUntil', async () => {
+    const result = await cli(['account', 'rotate-webhook-secret', 'acct_1', '--json']);
+    expect(result.code).toBe(0);
+    const output = JSON.parse(result.stdout);
+    expect(Object.keys(output).sort()).toEqual(['previousValidUntil', 'webhookSecret']);
+    expect(output.webhookSecret).toMatch(/^whsec_/);
+    expect(Date.parse(output.previousValidUntil)).toBeGreaterThan(Date.now());
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'rotateWebhookSecret',
+      request: { accountId: 'acct_1' },
+    });
+    const text = await cli([
+      'account',
+      'rotate-webhook-secret',
+      'acct_1',
+      '--grace-period-seconds',
+      '0',
+    ]);
+    expect(text.stdout).toMatch(/^webhook secret whsec_\S+\n.*previous secret also signs/);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'rotateWebhookSecret',
+      request: { accountId: 'acct_1', gracePeriodSeconds: 0 },
+    });
+    const unknown = await cli(['account', 'rotate-webhook-secret', Harness.UNKNOWN_ACCOUNT]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('NOT_FOUND');
+    expect((await cli(['account', 'rotate-webhook-secret'])).code).toBe(2);
+  });
+
+  it('account update --billing-cycle-anchor / --no-billing-cycle-anchor', async () => {
+    const set = await cli([
+      'account',
+      'update',
+      'acct_1',
+      '--billing-cycle-anchor',
+      '2025-01-10T00:00:00Z',
+    ]);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain('30-day cycles from 2025-01-10T00:00:00.000Z');
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'updateAccount',
+      request: { accountId: 'acct_1', billingCycleAnchor: '2025-01-10T00:00:00Z' },
+    });
+    expect((await cli(['account', 'update', 'acct_1', '--no-billing-cycle-anchor'])).code).toBe(0);
+    expect(harness.adminCalls.at(-1)).toEqual({
+      endpoint: 'updateAccount',
+      request: { accountId: 'acct_1', billingCycleAnchor: null },
+    });
+    const both = await cli([
+      'account',
+      'update',
+      'acct_1',
+      '--billing-cycle-anchor',
+      '2025-01-10T00:00:00Z',
+      '--no-billing-cycle-anchor',
+    ]);
+    expect(both.code).toBe(2);
+    const invalid = await cli(['account', 'update', 'acct_1', '--billing-cycle-anchor', 'monday']);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toContain('VALIDATION_ERROR');
+    expect(invalid.stderr).toContain('billingCycleAnchor');
   });
 
   it('usage errors exit 2; API errors exit 1 with the code', async () => {

@@ -38,6 +38,8 @@ export class Harness {
   readonly createJobRequests: CreateJobRequest[] = [];
   readonly jobs = new Map<string, PublicJob>();
   readonly adminCalls: { endpoint: string; request: unknown }[] = [];
+  /** An account id the billing double does not know. */
+  static readonly UNKNOWN_ACCOUNT = 'acct_unknown';
 
   async start(options: { gateways?: number; authCacheTtlMs?: number } = {}): Promise<this> {
     this.topology = createTopology(this.infrastructure.namespace);
@@ -170,21 +172,46 @@ export class Harness {
         webhookSecret: `whsec_${randomBytes(32).toString('base64')}`,
       })),
     );
-    const accountView = (accountId: string, plan: 'free' | 'pro', webhookUrl: string | null) => ({
+    const accountView = (
+      accountId: string,
+      plan: 'free' | 'pro',
+      webhookUrl: string | null,
+      billingCycleAnchor: string | null,
+    ) => ({
       accountId,
       plan,
       maxUploadBytes: 1,
       rateLimitPerMinute: 60,
       webhookUrl,
       webhookSecret: 'whsec_x',
-      billingCycleAnchor: null,
+      previousWebhookSecret: null,
+      billingCycleAnchor:
+        billingCycleAnchor === null ? null : new Date(billingCycleAnchor).toISOString(),
       createdAt: new Date().toISOString(),
     });
     rpc.serve(
       billingEndpoints.updateAccount,
       admin('updateAccount', (request) =>
-        accountView(request.accountId, request.plan ?? 'free', request.webhookUrl ?? null),
+        accountView(
+          request.accountId,
+          request.plan ?? 'free',
+          request.webhookUrl ?? null,
+          request.billingCycleAnchor ?? null,
+        ),
       ),
+    );
+    rpc.serve(
+      billingEndpoints.rotateWebhookSecret,
+      admin('rotateWebhookSecret', (request) => {
+        if (request.accountId === Harness.UNKNOWN_ACCOUNT) {
+          throw new ServiceError('NOT_FOUND', `Account ${request.accountId} not found`);
+        }
+        const graceMs = (request.gracePeriodSeconds ?? 86_400) * 1000;
+        return {
+          webhookSecret: `whsec_${randomBytes(32).toString('base64')}`,
+          previousValidUntil: new Date(Date.now() + graceMs).toISOString(),
+        };
+      }),
     );
     rpc.serve(
       billingEndpoints.addCredits,

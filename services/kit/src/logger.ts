@@ -1,16 +1,34 @@
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger };
 
-/** Structured JSON logs; secrets that may pass through request logs are redacted. */
-export function createLogger(service: string, level: string): Logger {
-  return pino({
+/**
+ * Secrets that may pass through logs: request credentials, API keys and webhook signing secrets
+ * (an account view carries the current one and, during a rotation, the previous one), whether
+ * logged as a field or one level down in a logged object.
+ */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'apiKey',
+  '*.apiKey',
+  'webhookSecret',
+  '*.webhookSecret',
+  'previousWebhookSecret',
+  '*.previousWebhookSecret',
+];
+
+/** Structured JSON logs, to stdout unless a destination is given; secrets are redacted. */
+export function createLogger(
+  service: string,
+  level: string,
+  destination?: DestinationStream,
+): Logger {
+  const options = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', '*.apiKey', '*.webhookSecret'],
-      censor: '[redacted]',
-    },
-  });
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }

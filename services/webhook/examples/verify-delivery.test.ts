@@ -141,6 +141,27 @@ describe('verifyTampDelivery', () => {
     expect(verifyTampDelivery(reserialised, asReceived, secret, 1_800_000_000).ok).toBe(false);
   });
 
+  it('verifies a delivery signed during a secret rotation with the new secret', () => {
+    const previous = generateWebhookSecret();
+    const rotating = signDelivery({
+      secret,
+      previousSecrets: [previous],
+      body,
+      timestamp: 1_800_000_000,
+      webhookId: 'wh_1',
+    });
+    const received = {
+      'x-service-timestamp': rotating['X-Service-Timestamp'],
+      'x-service-signature': rotating['X-Service-Signature'],
+    };
+    expect(verifyTampDelivery(body, received, secret, 1_800_000_000)).toMatchObject({ ok: true });
+    // The old secret verifies through webhook-signature (standardwebhooks), not this header.
+    expect(verifyTampDelivery(body, received, previous, 1_800_000_000)).toEqual({
+      ok: false,
+      reason: 'signature mismatch',
+    });
+  });
+
   it('keeps to the 300-second window and needs both headers', () => {
     expect(verifyTampDelivery(body, asReceived, secret, 1_800_000_299).ok).toBe(true);
     expect(verifyTampDelivery(body, asReceived, secret, 1_800_000_300).ok).toBe(false);

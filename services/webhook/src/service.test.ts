@@ -33,6 +33,12 @@ function expectVerified(request: RecordedRequest, secret: string) {
   expect(standard).toEqual(JSON.parse(request.body.toString('utf8')));
 }
 
+/** Neither verifier accepts the delivery with this secret. */
+function expectRejected(request: RecordedRequest, secret: string) {
+  expect(verifyTampDelivery(request.body, request.headers, secret)).toMatchObject({ ok: false });
+  expect(() => new Webhook(secret).verify(request.body, stringHeaders(request.headers))).toThrow();
+}
+
 function stringHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   return Object.fromEntries(
     Object.entries(headers).flatMap(([name, value]) =>
@@ -295,6 +301,53 @@ describe('webhook service (local development policy, fast schedule)', () => {
       'the refusal for a vanished account',
     );
     expect(target.requests).toHaveLength(1);
+  });
+
+  it('signs with the replaced secret too during its grace period, and never from a stale cache', async () => {
+    const original = generateWebhookSecret();
+    const rotated = generateWebhookSecret();
+    const rotating = account({ webhookSecret: original });
+    slice.accounts.set(rotating.accountId, rotating);
+    const validUntil = new Date(Date.now() + 60_000).toISOString();
+    // Billing's answers change between the attempts, as a rotation and then the end of its grace
+    // period would change them: each attempt must sign with what billing says at that moment.
+    const target = await receiver((count) => {
+      if (count === 1) {
+        slice.accounts.set(rotating.accountId, {
+          ...rotating,
+          webhookSecret: rotated,
+          previousWebhookSecret: { secret: original, validUntil },
+        });
+      }
+      if (count === 2)
+        slice.accounts.set(rotating.accountId, { ...rotating, webhookSecret: rotated });
+      return count < 3 ? 500 : 200;
+    });
+    await slice.publish(completedEvent(rotating.accountId, target.origin));
+    await waitFor(() => target.requests.length === 3, 'three attempts');
+    const [before, during, after] = target.requests as [
+      RecordedRequest,
+      RecordedRequest,
+      RecordedRequest,
+    ];
+
+    expectVerified(before, original);
+    expectRejected(before, rotated);
+
+    // X-Service-Signature stays the spec's single value, keyed with the new secret; the
+    // Standard Webhooks header lists both, so its verifiers accept either secret.
+    expect(during.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(during.headers['webhook-signature']).toMatch(/^v1,\S+ v1,\S+$/);
+    expectVerified(during, rotated);
+    expect(verifyTampDelivery(during.body, during.headers, original)).toMatchObject({ ok: false });
+    expect(new Webhook(original).verify(during.body, stringHeaders(during.headers))).toEqual(
+      JSON.parse(during.body.toString('utf8')),
+    );
+    expectRejected(during, generateWebhookSecret());
+
+    expect(after.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expectVerified(after, rotated);
+    expectRejected(after, original);
   });
 
   it('redelivers on request: a new sequence, same webhook-id, old attempts kept', async () => {

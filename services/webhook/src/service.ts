@@ -204,9 +204,16 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   async function attempt(delivery: DeliveryDocument, claimId: string): Promise<void> {
     const log = logger.child({ jobId: delivery.jobId, event: delivery.event });
     const attemptNumber = delivery.attempts + 1;
-    let secret: string;
+    // Read for every attempt, never cached: an attempt that starts after a rotation returned
+    // is signed with the new secret (and, during its grace period, the replaced one as well).
+    let secrets: { secret: string; previousSecrets: string[] };
     try {
-      secret = (await accountOf(delivery.accountId)).webhookSecret;
+      const account = await accountOf(delivery.accountId);
+      secrets = {
+        secret: account.webhookSecret,
+        previousSecrets:
+          account.previousWebhookSecret === null ? [] : [account.previousWebhookSecret.secret],
+      };
     } catch (error) {
       if (error instanceof ServiceError && isGone(error)) {
         await finish(delivery, claimId, attemptNumber, {
@@ -232,7 +239,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
         'X-Service-Event': delivery.event,
         'X-Service-Delivery': deliveryId,
         ...signDelivery({
-          secret,
+          ...secrets,
           body: delivery.body,
           timestamp: Math.floor(attemptedAt.getTime() / 1000),
           webhookId: delivery.webhookId,

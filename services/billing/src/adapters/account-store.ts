@@ -2,6 +2,7 @@ import { isId, type Plan, ServiceError } from '@tamp/proto';
 import type { Collection, Db } from 'mongodb';
 import { billingPeriodAt } from '../domain/billing-period';
 import type { PlanCatalog } from '../domain/plans';
+import { secretInGrace } from '../domain/webhook-secret';
 import {
   type AccountDocument,
   COLLECTIONS,
@@ -30,6 +31,7 @@ export class AccountStore {
     sealedWebhookSecret: string;
     /** Credits available in the current period instead of the plan's allowance. */
     credits: number | undefined;
+    billingCycleAnchor: Date | null;
   }): Promise<AccountDocument> {
     const now = this.now();
     const document: AccountDocument = {
@@ -37,9 +39,10 @@ export class AccountStore {
       plan: account.plan,
       webhookUrl: account.webhookUrl,
       webhookSecret: account.sealedWebhookSecret,
-      billingCycleAnchor: null,
+      previousWebhookSecret: null,
+      billingCycleAnchor: account.billingCycleAnchor,
       createdAt: now,
-      periodStart: billingPeriodAt(now, null).start,
+      periodStart: billingPeriodAt(now, account.billingCycleAnchor).start,
       allowanceRemaining: account.credits ?? this.plans[account.plan].creditsPerPeriod,
       grantedRemaining: 0,
       version: 0,
@@ -96,17 +99,59 @@ export class AccountStore {
     }
   }
 
+  /**
+   * A changed `billingCycleAnchor` moves the current period at once (usage reports it); the
+   * allowance follows the usual rollover rule: it resets when the period containing now starts
+   * after the one it belongs to, and otherwise carries on until the new period ends.
+   */
   async update(
     accountId: string,
-    changes: { plan?: Plan; webhookUrl?: string | null },
+    changes: { plan?: Plan; webhookUrl?: string | null; billingCycleAnchor?: Date | null },
   ): Promise<AccountDocument> {
     await this.find(accountId);
     const set: Partial<AccountDocument> = {};
     if (changes.plan !== undefined) set.plan = changes.plan;
     if (changes.webhookUrl !== undefined) set.webhookUrl = changes.webhookUrl;
+    if (changes.billingCycleAnchor !== undefined) {
+      set.billingCycleAnchor = changes.billingCycleAnchor;
+    }
     if (Object.keys(set).length > 0) {
       await this.accounts.updateOne({ _id: accountId }, { $set: set, $inc: { version: 1 } });
     }
     return this.find(accountId);
+  }
+
+  /**
+   * Makes `sealedSecret` the account's webhook secret, and the current one its previous secret
+   * until `validUntil` (a secret replaced earlier is dropped). Guarded on the secret read, so
+   * concurrent rotations apply one after the other: every secret handed out was current once.
+   */
+  async rotateWebhookSecret(
+    accountId: string,
+    sealedSecret: string,
+    validUntil: Date,
+  ): Promise<void> {
+    for (;;) {
+      const account = await this.find(accountId);
+      const previousWebhookSecret = { secret: account.webhookSecret, validUntil };
+      const { matchedCount } = await this.accounts.updateOne(
+        { _id: accountId, webhookSecret: account.webhookSecret },
+        { $set: { webhookSecret: sealedSecret, previousWebhookSecret }, $inc: { version: 1 } },
+      );
+      if (matchedCount === 1) return;
+    }
+  }
+
+  /**
+   * Clears a previous webhook secret whose grace period is over, so no key material outlives its
+   * use. Guarded on that secret: a rotation in between keeps its own previous secret.
+   */
+  async forgetExpiredWebhookSecret(account: AccountDocument): Promise<void> {
+    const previous = account.previousWebhookSecret;
+    if (previous == null || secretInGrace(previous, this.now()) !== null) return;
+    await this.accounts.updateOne(
+      { _id: account._id, 'previousWebhookSecret.secret': previous.secret },
+      { $set: { previousWebhookSecret: null }, $inc: { version: 1 } },
+    );
   }
 }

@@ -1,6 +1,7 @@
 import type { IndexSpecification } from '@tamp/kit';
 import type { Pipeline, Plan } from '@tamp/proto';
 import type { CreditMovement } from '../domain/credit-movement';
+import type { RetiredWebhookSecret } from '../domain/webhook-secret';
 
 export const COLLECTIONS = {
   accounts: 'accounts',
@@ -20,6 +21,11 @@ export interface AccountDocument {
   webhookUrl: string | null;
   /** `whsec_…`, sealed when an encryption key is configured. */
   webhookSecret: string;
+  /**
+   * The secret the last rotation replaced (sealed the same way) and the end of its grace period.
+   * Absent on accounts never rotated; cleared once read after it expired.
+   */
+  previousWebhookSecret?: RetiredWebhookSecret | null;
   billingCycleAnchor: Date | null;
   createdAt: Date;
   /** Start of the period `allowanceRemaining` belongs to; moving it is the rollover. */

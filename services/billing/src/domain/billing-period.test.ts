@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { billingPeriodAt, CYCLE_MS } from './billing-period';
+import {
+  ANCHOR_CLOCK_SKEW_MS,
+  billingCycleAnchorProblem,
+  billingPeriodAt,
+  CYCLE_MS,
+} from './billing-period';
 
 const at = (iso: string) => new Date(iso);
 
@@ -44,5 +49,25 @@ describe('billingPeriodAt', () => {
       start: at('2024-12-11T08:00:00Z'),
       end: anchor,
     });
+  });
+});
+
+describe('billingCycleAnchorProblem', () => {
+  const now = at('2025-01-15T12:00:00Z');
+
+  it('accepts any past instant and now, with a minute of clock skew', () => {
+    expect(billingCycleAnchorProblem(at('2020-02-29T00:00:00Z'), now)).toBeNull();
+    expect(billingCycleAnchorProblem(now, now)).toBeNull();
+    expect(
+      billingCycleAnchorProblem(new Date(now.getTime() + ANCHOR_CLOCK_SKEW_MS), now),
+    ).toBeNull();
+  });
+
+  it('refuses the future and invalid dates', () => {
+    expect(
+      billingCycleAnchorProblem(new Date(now.getTime() + ANCHOR_CLOCK_SKEW_MS + 1), now),
+    ).toMatch(/future/);
+    expect(billingCycleAnchorProblem(at('2026-01-01T00:00:00Z'), now)).toMatch(/future/);
+    expect(billingCycleAnchorProblem(new Date(Number.NaN), now)).toMatch(/ISO-8601/);
   });
 });

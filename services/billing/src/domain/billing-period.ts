@@ -21,3 +21,20 @@ export function billingPeriodAt(now: Date, billingCycleAnchor: Date | null): Bil
   const month = now.getUTCMonth();
   return { start: new Date(Date.UTC(year, month, 1)), end: new Date(Date.UTC(year, month + 1, 1)) };
 }
+
+/** Clock skew tolerated when an operator sets the anchor to "now" as read on another machine. */
+export const ANCHOR_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * Why `anchor` cannot become an account's `billingCycleAnchor` at `now`, or null when it can.
+ * Any past instant is fine (cycles are counted forward from it). A future one is refused: the
+ * current period would be a cycle counted backwards from a day that has not come, which is never
+ * what an operator means; set the anchor once that day has come instead.
+ */
+export function billingCycleAnchorProblem(anchor: Date, now: Date): string | null {
+  if (Number.isNaN(anchor.getTime())) return 'must be an ISO-8601 instant';
+  if (anchor.getTime() > now.getTime() + ANCHOR_CLOCK_SKEW_MS) {
+    return `must not be in the future (now is ${now.toISOString()})`;
+  }
+  return null;
+}

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generateWebhookSecret, SecretSealer } from './webhook-secret';
+import { generateWebhookSecret, SecretSealer, secretInGrace } from './webhook-secret';
 
 describe('webhook secrets', () => {
   it('are whsec_ plus base64 of 32 random bytes', () => {
@@ -28,5 +28,21 @@ describe('webhook secrets', () => {
     const secret = generateWebhookSecret();
     expect(new SecretSealer(null).seal(secret)).toBe(secret);
     expect(new SecretSealer(randomBytes(32)).open(secret)).toBe(secret);
+  });
+});
+
+describe('secretInGrace', () => {
+  const validUntil = new Date('2025-01-16T12:00:00Z');
+  const retired = { secret: 'enc:v1:…', validUntil };
+
+  it('keeps a retired secret until, not including, validUntil', () => {
+    expect(secretInGrace(retired, new Date(validUntil.getTime() - 1))).toBe(retired);
+    expect(secretInGrace(retired, validUntil)).toBeNull();
+    expect(secretInGrace(retired, new Date('2025-02-01T00:00:00Z'))).toBeNull();
+  });
+
+  it('is null for accounts never rotated', () => {
+    expect(secretInGrace(null, validUntil)).toBeNull();
+    expect(secretInGrace(undefined, validUntil)).toBeNull();
   });
 });

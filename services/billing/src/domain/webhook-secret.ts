@@ -40,3 +40,23 @@ export class SecretSealer {
     return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
   }
 }
+
+/** How long a rotated-out secret keeps signing unless configured otherwise: receivers get a day. */
+export const DEFAULT_WEBHOOK_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** A secret replaced by a rotation, kept (as stored) until the end of its grace period. */
+export interface RetiredWebhookSecret<Secret = string> {
+  secret: Secret;
+  validUntil: Date;
+}
+
+/**
+ * The retired secret while it still signs at `now` (its grace period excludes `validUntil`
+ * itself), else null: the one rule billing applies to every account view.
+ */
+export function secretInGrace<Secret>(
+  retired: RetiredWebhookSecret<Secret> | null | undefined,
+  now: Date,
+): RetiredWebhookSecret<Secret> | null {
+  return retired != null && now.getTime() < retired.validUntil.getTime() ? retired : null;
+}

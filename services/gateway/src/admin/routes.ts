@@ -1,5 +1,12 @@
 import type { Rpc } from '@tamp/kit';
-import { billingEndpoints, httpUrl, PLANS, successEnvelope, webhookEndpoints } from '@tamp/proto';
+import {
+  billingCycleAnchorInput,
+  billingEndpoints,
+  httpUrl,
+  PLANS,
+  successEnvelope,
+  webhookEndpoints,
+} from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses } from '../routes/errors';
@@ -21,6 +28,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
           plan: z.enum(PLANS).default('free'),
           credits: z.number().int().nonnegative().optional(),
           webhookUrl: httpUrl.nullable().optional(),
+          billingCycleAnchor: billingCycleAnchorInput.optional(),
         }),
         response: {
           201: successEnvelope(billingEndpoints.createAccount.response),
@@ -44,6 +52,8 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
         body: z.strictObject({
           plan: z.enum(PLANS).optional(),
           webhookUrl: httpUrl.nullable().optional(),
+          /** Null: back to calendar-month periods. Billing refuses a future one. */
+          billingCycleAnchor: billingCycleAnchorInput.nullable().optional(),
         }),
       },
     },
@@ -52,6 +62,36 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
         await rpc.call(billingEndpoints.updateAccount, {
           accountId: request.params.id,
           ...request.body,
+        }),
+      ),
+  );
+
+  // A new signing secret; the replaced one keeps signing next to it for the grace period.
+  app.post(
+    '/accounts/:id/webhook-secret/rotate',
+    {
+      schema: {
+        params: idParams,
+        body: z
+          .strictObject({
+            gracePeriodSeconds:
+              billingEndpoints.rotateWebhookSecret.request.shape.gracePeriodSeconds,
+          })
+          // fastify hands an empty body over as null.
+          .nullish(),
+        response: {
+          200: successEnvelope(billingEndpoints.rotateWebhookSecret.response),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) =>
+      ok(
+        await rpc.call(billingEndpoints.rotateWebhookSecret, {
+          accountId: request.params.id,
+          ...(request.body?.gracePeriodSeconds !== undefined && {
+            gracePeriodSeconds: request.body.gracePeriodSeconds,
+          }),
         }),
       ),
   );

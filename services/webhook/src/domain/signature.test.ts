@@ -170,6 +170,55 @@ describe('verifyServiceSignature', () => {
   });
 });
 
+describe('signing during a secret rotation', () => {
+  const previous = generateWebhookSecret();
+  const stranger = generateWebhookSecret();
+  const timestamp = Math.floor(Date.now() / 1000);
+  const headers = signDelivery({ secret, previousSecrets: [previous], body, timestamp, webhookId });
+  const check = (key: string) =>
+    verifyServiceSignature({
+      secret: key,
+      rawBody: body,
+      timestampHeader: headers['X-Service-Timestamp'],
+      signatureHeader: headers['X-Service-Signature'],
+    });
+
+  it('lists one Standard Webhooks signature per secret, current first; X-Service-Signature stays single', () => {
+    const current = signDelivery({ secret, body, timestamp, webhookId });
+    const old = signDelivery({ secret: previous, body, timestamp, webhookId });
+    expect(headers['webhook-signature']).toBe(
+      `${current['webhook-signature']} ${old['webhook-signature']}`,
+    );
+    // The spec defines exactly one `sha256=<hex>`, keyed with the account's (current) secret.
+    expect(headers['X-Service-Signature']).toBe(current['X-Service-Signature']);
+    expect(headers['X-Service-Signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+  });
+
+  it('verifies the Standard Webhooks way with either secret, and not with any other', () => {
+    for (const key of [secret, previous]) {
+      expect(new Webhook(key).verify(body, { ...headers })).toEqual(
+        JSON.parse(body.toString('utf8')),
+      );
+    }
+    expect(() => new Webhook(stranger).verify(body, { ...headers })).toThrow();
+    expect(check(secret)).toBe(true);
+    expect(check(previous)).toBe(false);
+    expect(check(stranger)).toBe(false);
+  });
+
+  it('refuses a list in X-Service-Signature: the header is one signature', () => {
+    const listed = `${headers['X-Service-Signature']},${headers['X-Service-Signature']}`;
+    expect(
+      verifyServiceSignature({
+        secret,
+        rawBody: body,
+        timestampHeader: headers['X-Service-Timestamp'],
+        signatureHeader: listed,
+      }),
+    ).toBe(false);
+  });
+});
+
 describe('generateWebhookSecret', () => {
   it('is whsec_ plus base64 of 32 random bytes, different every time', () => {
     const first = generateWebhookSecret();

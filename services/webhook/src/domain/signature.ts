@@ -15,6 +15,11 @@ const HEX_SHA256 = /^[0-9a-f]{64}$/i;
 export interface DeliverySignatureInput {
   /** The account secret exactly as the dashboard shows it: `whsec_` + base64. */
   secret: string;
+  /**
+   * Secrets a rotation replaced whose grace period has not ended: each adds a Standard Webhooks
+   * signature after the current one, so receivers still holding an old secret keep verifying.
+   */
+  previousSecrets?: readonly string[];
   /** The exact bytes that will be sent as the request body. */
   body: Buffer | string;
   /** Unix time in seconds. */
@@ -41,9 +46,17 @@ export interface ServiceSignatureCheck {
   toleranceSec?: number;
 }
 
-/** Signs one delivery both the Tamp way (`X-Service-*`) and the Standard Webhooks way. */
+/**
+ * Signs one delivery the Tamp way (`X-Service-*`) and the Standard Webhooks way.
+ * `X-Service-Signature` is exactly the spec's single `sha256=<hex>`, keyed with the current
+ * secret. `webhook-signature` carries one signature per secret, current first
+ * (`v1,<new> v1,<old>`): that header is defined as a list, and its verifiers accept a delivery
+ * when any listed signature matches, so during a rotation's grace period it is the header that
+ * verifies with either secret.
+ */
 export function signDelivery(input: DeliverySignatureInput): DeliverySignatureHeaders {
-  const { secret, timestamp, webhookId } = input;
+  const { timestamp, webhookId } = input;
+  const secrets = [input.secret, ...(input.previousSecrets ?? [])];
   if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
     throw new TypeError('timestamp must be a non-negative integer number of seconds');
   }
@@ -52,16 +65,19 @@ export function signDelivery(input: DeliverySignatureInput): DeliverySignatureHe
   }
   const body = toBytes(input.body);
   const timestampText = String(timestamp);
-  const standardSignature = createHmac('sha256', standardWebhooksKey(secret))
-    .update(`${webhookId}.${timestampText}.`)
-    .update(body)
-    .digest('base64');
+  const standardSignatures = secrets.map(
+    (secret) =>
+      `v1,${createHmac('sha256', standardWebhooksKey(secret))
+        .update(`${webhookId}.${timestampText}.`)
+        .update(body)
+        .digest('base64')}`,
+  );
   return {
     'X-Service-Timestamp': timestampText,
-    'X-Service-Signature': `${SERVICE_SIGNATURE_PREFIX}${serviceHmac(secret, timestampText, body).toString('hex')}`,
+    'X-Service-Signature': `${SERVICE_SIGNATURE_PREFIX}${serviceHmac(input.secret, timestampText, body).toString('hex')}`,
     'webhook-id': webhookId,
     'webhook-timestamp': timestampText,
-    'webhook-signature': `v1,${standardSignature}`,
+    'webhook-signature': standardSignatures.join(' '),
   };
 }
 
