@@ -9,8 +9,16 @@
  * worker-text's thread entry is emitted next to its bundle, where the thread pool looks for
  * it (`text-pipeline-thread.mjs` beside `main.mjs`).
  *
+ * A service that pins a package to another version than the hoisted one has it in
+ * `services/<service>/node_modules` (the gateway's lru-cache and fastify-plugin). Node resolves
+ * a bundle's imports from its own folder upwards, so `dist/<service>/node_modules` links there:
+ * the bundle then loads the versions the lockfile gives that service, as the container image
+ * does (it copies that folder beside the bundle).
+ *
  * Run: node --import tsx scripts/build/bundle.ts
  */
+import { existsSync } from 'node:fs';
+import { rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -62,9 +70,16 @@ export async function bundleServices(): Promise<void> {
         sourcemap: 'linked',
         plugins: [externalThirdParty],
         logLevel: 'warning',
-      }),
+      }).then(() => linkPinnedPackages(name)),
     ),
   );
+}
+
+async function linkPinnedPackages(name: ServiceName): Promise<void> {
+  const pinned = join(PROJECT_ROOT, 'services', name, 'node_modules');
+  const link = join(BUNDLE_DIR, name, 'node_modules');
+  await rm(link, { recursive: true, force: true });
+  if (existsSync(pinned)) await symlink(pinned, link, 'dir');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

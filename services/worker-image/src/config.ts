@@ -9,9 +9,10 @@ export const configSchema = z.object({
   /** Pixel budget per image: decoded input (all kept frames) and every resize result. */
   IMAGE_MAX_PIXELS: z.coerce.number().int().positive().default(100_000_000),
   /**
-   * Memory in MiB the worker's image jobs may use together, on top of its idle ~110 MiB (see
+   * Memory in MiB the worker's image jobs may use together, on top of its idle ~100 MiB (see
    * memory-model.ts). Jobs wait for room; a job that cannot fit even alone fails. Size the
-   * pod's memory limit as this plus 160 MiB (512 MiB for the default).
+   * pod's memory limit as this plus 160 MiB, rounded up to 64 MiB (512 MiB for the default; the
+   * Helm chart derives it this way).
    */
   IMAGE_MEMORY_BUDGET_MB: z.coerce.number().int().positive().default(320),
   /** libvips operation cache in MB; 0 (off) suits a worker that never sees an image twice. */

@@ -1,0 +1,209 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "tamp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tamp.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tamp.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tamp.labels" -}}
+helm.sh/chart: {{ include "tamp.chart" . }}
+{{ include "tamp.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tamp
+{{- end }}
+
+{{- define "tamp.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tamp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of one service's objects; call with (dict "root" $ "name" "gateway"). */}}
+{{- define "tamp.componentLabels" -}}
+{{ include "tamp.labels" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{- define "tamp.componentSelectorLabels" -}}
+{{ include "tamp.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{/* Object name of one service: <fullname>-<service>. */}}
+{{- define "tamp.componentName" -}}
+{{- printf "%s-%s" (include "tamp.fullname" .root) .name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tamp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tamp.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "tamp.secretName" -}}
+{{- default (printf "%s-secrets" (include "tamp.fullname" .)) .Values.secrets.name }}
+{{- end }}
+
+{{/*
+What each service is, fixed by its code (services/<name>/src/config.ts): the values key of its
+settings, which connection variables its schema has, which credentials it reads, whether it is
+a pipeline worker (scratch directory, KEDA stream consumer) and its Dockerfile.
+*/}}
+{{- define "tamp.components" -}}
+gateway:
+  values: gateway
+  mongo: false
+  s3: true
+  secrets: [S3_ACCESS_KEY, S3_SECRET_KEY, ADMIN_TOKEN]
+upload:
+  values: upload
+  mongo: true
+  s3: true
+  secrets: [MONGO_URL, S3_ACCESS_KEY, S3_SECRET_KEY]
+job:
+  values: job
+  mongo: true
+  s3: true
+  secrets: [MONGO_URL, S3_ACCESS_KEY, S3_SECRET_KEY, JOB_CURSOR_SECRET]
+billing:
+  values: billing
+  mongo: true
+  s3: false
+  secrets: [MONGO_URL, SECRETS_ENCRYPTION_KEY]
+webhook:
+  values: webhook
+  mongo: true
+  s3: false
+  secrets: [MONGO_URL]
+operator:
+  values: operator
+  mongo: false
+  s3: false
+  secrets: []
+worker-image:
+  values: workerImage
+  mongo: false
+  s3: true
+  secrets: [S3_ACCESS_KEY, S3_SECRET_KEY]
+  pipeline: image
+worker-text:
+  values: workerText
+  mongo: false
+  s3: true
+  secrets: [S3_ACCESS_KEY, S3_SECRET_KEY]
+  pipeline: text
+worker-audio:
+  values: workerAudio
+  mongo: false
+  s3: true
+  secrets: [S3_ACCESS_KEY, S3_SECRET_KEY]
+  pipeline: audio
+{{- end }}
+
+{{/* The enabled services as a dict name -> facts (+ "settings": their values block). */}}
+{{- define "tamp.enabledComponents" -}}
+{{- $out := dict }}
+{{- range $name, $facts := (include "tamp.components" . | fromYaml) }}
+{{- $settings := index $.Values $facts.values }}
+{{- if $settings.enabled }}
+{{- $_ := set $out $name $facts }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{- define "tamp.image" -}}
+{{- $settings := index .root.Values (index (include "tamp.components" .root | fromYaml) .name).values }}
+{{- $image := $settings.image | default dict }}
+{{- $repository := $image.repository | default (printf "%s-%s" .root.Values.image.repository .name) }}
+{{- $tag := $image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- printf "%s:%s" $repository $tag }}
+{{- end }}
+
+{{/* The JetStream stream name of the JOBS stream, as proto/src/topology.ts derives it. */}}
+{{- define "tamp.jobsStream" -}}
+{{- if .Values.nats.namespace -}}
+{{ .Values.nats.namespace | upper | replace "-" "_" }}_JOBS
+{{- else -}}
+JOBS
+{{- end }}
+{{- end }}
+
+{{/*
+The plain (non-secret) environment of one service as a dict, chart-managed variables first,
+then the service's `env` values over them (values.schema.json refuses overriding the
+chart-managed ones). Call with (dict "root" $ "name" "gateway").
+*/}}
+{{- define "tamp.plainEnv" -}}
+{{- $root := .root }}
+{{- $facts := index (include "tamp.components" $root | fromYaml) .name }}
+{{- $settings := index $root.Values $facts.values }}
+{{- $env := dict
+  "LOG_LEVEL" $root.Values.logLevel
+  "OPS_PORT" (toString $root.Values.opsPort)
+  "SHUTDOWN_TIMEOUT_MS" (toString $root.Values.shutdownTimeoutMs)
+}}
+{{- if $root.Values.otelEndpoint }}
+{{- $_ := set $env "OTEL_EXPORTER_OTLP_ENDPOINT" $root.Values.otelEndpoint }}
+{{- end }}
+{{- if not $root.Values.secrets.env.NATS_URL }}
+{{- $_ := set $env "NATS_URL" $root.Values.nats.url }}
+{{- end }}
+{{- if $root.Values.nats.namespace }}
+{{- $_ := set $env "NATS_NAMESPACE" $root.Values.nats.namespace }}
+{{- end }}
+{{- if $facts.mongo }}
+{{- $_ := set $env "MONGO_DATABASE" $root.Values.mongo.database }}
+{{- end }}
+{{- if $facts.s3 }}
+{{- $_ := set $env "S3_ENDPOINT" $root.Values.s3.endpoint }}
+{{- $_ := set $env "S3_REGION" $root.Values.s3.region }}
+{{- $_ := set $env "S3_BUCKET" $root.Values.s3.bucket }}
+{{- if $root.Values.s3.publicEndpoint }}
+{{- $_ := set $env "S3_PUBLIC_ENDPOINT" $root.Values.s3.publicEndpoint }}
+{{- end }}
+{{- end }}
+{{- if eq .name "gateway" }}
+{{- $_ := set $env "PORT" (toString $settings.port) }}
+{{- $_ := set $env "ADMIN_PORT" (toString $settings.adminPort) }}
+{{- /* The admin API binds to loopback unless told otherwise; its Service needs the pod IP. */}}
+{{- $_ := set $env "ADMIN_HOST" "0.0.0.0" }}
+{{- end }}
+{{- if $facts.pipeline }}
+{{- $_ := set $env "WORKER_TEMP_DIR" "/scratch" }}
+{{- end }}
+{{- range $key, $value := ($settings.env | default dict) }}
+{{- $_ := set $env $key (toString $value) }}
+{{- end }}
+{{- toYaml $env }}
+{{- end }}
+
+{{/*
+The worker-image memory rule (services/worker-image/README.md): the pod needs
+IMAGE_MEMORY_BUDGET_MB plus 160 MiB for the worker itself, rounded up to a multiple of 64 MiB:
+512Mi for the default budget of 320.
+*/}}
+{{- define "tamp.imageWorkerMemory" -}}
+{{- $env := include "tamp.plainEnv" (dict "root" . "name" "worker-image") | fromYaml }}
+{{- $budget := index $env "IMAGE_MEMORY_BUDGET_MB" | default "320" | atoi }}
+{{- printf "%dMi" (mul (div (add $budget 160 63) 64) 64) }}
+{{- end }}

@@ -1,0 +1,104 @@
+import { execFile as execFileCallback } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { PROJECT_ROOT, provisionTools, toolPath } from '../../scripts/infra/provision';
+
+const execFile = promisify(execFileCallback);
+
+export const CHART_DIR = join(PROJECT_ROOT, 'charts/tamp');
+export const RELEASE = 'tamp';
+export const NAMESPACE = 'tamp-system';
+
+/** A rendered Kubernetes object, loosely typed: tests read the fields they assert on. */
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> } & Record<
+    string,
+    // biome-ignore lint/suspicious/noExplicitAny: arbitrary Kubernetes object fields
+    any
+  >;
+  // biome-ignore lint/suspicious/noExplicitAny: arbitrary Kubernetes object fields
+  spec?: any;
+  data?: Record<string, string>;
+}
+
+export interface HelmResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The project's Helm (`.tools/bin/helm`, built by scripts/infra/provision.ts). The global setup
+ * provisions it for local-process runs; a run against containers may not have, so build it then.
+ */
+export async function helmBinary(): Promise<string> {
+  const helm = toolPath('helm');
+  if (!existsSync(helm)) await provisionTools('test');
+  return helm;
+}
+
+export async function helm(args: string[]): Promise<HelmResult> {
+  try {
+    const { stdout, stderr } = await execFile(await helmBinary(), args, {
+      cwd: PROJECT_ROOT,
+      maxBuffer: 64 * 1024 * 1024,
+      // Helm must not read a developer's kube config or repositories.
+      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), KUBECONFIG: '/dev/null' },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failure = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failure.code === 'number' ? failure.code : 1,
+      stdout: failure.stdout ?? '',
+      stderr: failure.stderr ?? String(error),
+    };
+  }
+}
+
+/** Writes values to a temporary file and returns the `-f` arguments for it. */
+export async function valuesArgs(values: Record<string, unknown>): Promise<string[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'tamp-chart-'));
+  const file = join(dir, 'values.yaml');
+  await writeFile(file, stringify(values));
+  return ['-f', file];
+}
+
+/** `helm template` with the given extra arguments; throws with Helm's message when it fails. */
+export async function render(extraArgs: string[] = []): Promise<Manifest[]> {
+  const result = await helm([
+    'template',
+    RELEASE,
+    CHART_DIR,
+    '--namespace',
+    NAMESPACE,
+    ...extraArgs,
+  ]);
+  if (result.code !== 0) throw new Error(`helm template failed:\n${result.stderr}`);
+  return parseManifests(result.stdout);
+}
+
+export function parseManifests(text: string): Manifest[] {
+  return parseAllDocuments(text)
+    .map((document) => {
+      if (document.errors.length > 0) throw document.errors[0];
+      return document.toJSON() as Manifest | null;
+    })
+    .filter((manifest): manifest is Manifest => manifest !== null);
+}
+
+export function ofKind(manifests: Manifest[], kind: string): Manifest[] {
+  return manifests.filter((manifest) => manifest.kind === kind);
+}
+
+export function componentOf(manifest: Manifest): string {
+  const component = manifest.metadata.labels?.['app.kubernetes.io/component'];
+  if (component === undefined) throw new Error(`${manifest.kind} ${manifest.metadata.name}`);
+  return component;
+}
