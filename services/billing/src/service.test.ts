@@ -500,15 +500,17 @@ describe('credits', () => {
 });
 
 describe('job events', () => {
-  it('refunds a failed job once, however often the event is delivered', async () => {
+  it('moves no credits on a job.failed event: the job service refunds through refund-credits', async () => {
     const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
     const jobId = newId('job');
     await reserve(accountId, jobId, 3);
-    const failed = jobEvent(accountId, 'job.failed', { jobId, inline: true });
-    await publish(failed);
-    await publish(failed, `${jobId}:job.failed:again`);
-    await publish(failed); // same msgID: deduplicated by the stream
+    await publish(jobEvent(accountId, 'job.failed', { jobId, inline: true }));
     await eventsSettled();
+    expect(await balance(accountId)).toEqual({ allowance: 7, granted: 0 });
+    expect(await db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(0);
+
+    await call(billingEndpoints.refundCredits, { accountId, jobId });
+    await call(billingEndpoints.refundCredits, { accountId, jobId });
     expect(await balance(accountId)).toEqual({ allowance: 10, granted: 0 });
     expect(await db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(1);
   });

@@ -172,13 +172,12 @@ export async function startBilling(
     nats: dependencies.nats,
     topology: dependencies.topology,
     logger,
+    // Only completions count towards usage. A failed job's refund is not made here: the job
+    // service owns the job's terminal state and refunds through refund-credits from its
+    // settlement outbox (refundPending, retried by its reconciler), so one mechanism keeps the
+    // rule "refunded exactly once", and an inline failure is refunded before it is answered.
     async handle(event) {
-      if (event.event === 'job.failed') {
-        const refund = await credits.refund({ accountId: event.accountId, jobId: event.jobId });
-        logger.info({ jobId: event.jobId, ...refund }, 'failed job refunded');
-      } else {
-        await usage.recordCompleted(event);
-      }
+      if (event.event === 'job.completed') await usage.recordCompleted(event);
     },
   });
   await dependencies.nats.flush();

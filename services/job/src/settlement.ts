@@ -10,10 +10,8 @@ import { isTerminal, type JobDocument } from './domain/job';
  * document's outbox flags record what is confirmed; the reconciler redoes the rest after a
  * crash or an outage.
  *
- * The refund has two paths today: this direct call, and billing's own refund when it consumes
- * `job.failed`. Both post the ledger entry `refund:<jobId>`, so an account is refunded once
- * whichever lands first; the direct call only makes the refund visible before the event is
- * consumed.
+ * This is the only refund path: billing consumes `job.failed` for nothing, so refunds follow
+ * one rule, and an inline failure is refunded before its 200 answer.
  */
 export class Settlement {
   constructor(private readonly context: JobContext) {}
