@@ -329,6 +329,18 @@ export const jobEndpoints = {
    * naks with that delay), or `failed` (refunded, `events.job.failed`) when permanent or when
    * it was the last attempt.
    */
+  /**
+   * processing → pending without counting the attempt: a worker shutting down hands back a job
+   * it could not finish in its grace period. JetStream still counts the redelivery, so the job
+   * service remembers the hand-back and discounts it from every later delivery number; a
+   * rolling deploy then never uses up a long job's attempts. `attempt` is the delivery count.
+   */
+  handBackAttempt: endpoint(
+    'job',
+    'hand-back-attempt',
+    z.object({ jobId: z.string(), attempt: z.number().int().positive() }),
+    z.object({ accepted: z.boolean() }),
+  ),
   failAttempt: endpoint(
     'job',
     'fail-attempt',

@@ -15,6 +15,14 @@ import type { Settlement } from './settlement';
 /** A decision lost to a concurrent change is re-made on the new state, a few times at most. */
 const CONTENTION_ROUNDS = 5;
 
+/**
+ * The job's own attempt number for a JetStream delivery number: deliveries that workers handed
+ * back on shutdown are not attempts. Never below 1 (a delivery is at least the first).
+ */
+function attemptOf(job: Pick<JobDocument, 'handedBack'>, delivery: number): number {
+  return Math.max(1, delivery - (job.handedBack ?? 0));
+}
+
 export interface CompletionReport {
   jobId: string;
   attempt: number;
@@ -49,7 +57,7 @@ export class JobAttempts {
         logger.warn({ jobId, attempt, worker }, 'work for an unknown job');
         return { action: 'skip' };
       }
-      const decision = decideBegin(job, attempt, LIMITS.attempts);
+      const decision = decideBegin(job, attemptOf(job, attempt), LIMITS.attempts);
       switch (decision.kind) {
         case 'skip':
           return { action: 'skip' };
@@ -88,11 +96,12 @@ export class JobAttempts {
     throw contention(jobId);
   }
 
-  async complete(report: CompletionReport): Promise<{ accepted: boolean }> {
+  async complete(delivered: CompletionReport): Promise<{ accepted: boolean }> {
     const { jobs, clock } = this.context;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
-      const job = await jobs.find(report.jobId);
-      if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${report.jobId}`);
+      const job = await jobs.find(delivered.jobId);
+      if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${delivered.jobId}`);
+      const report = { ...delivered, attempt: attemptOf(job, delivered.attempt) };
       if (job.status === 'completed') {
         // A repeated report: finish any side effect a crash may have cut short.
         await this.settlement.settle(job);
@@ -122,7 +131,34 @@ export class JobAttempts {
         return { accepted: true };
       }
     }
-    throw contention(report.jobId);
+    throw contention(delivered.jobId);
+  }
+
+  /**
+   * A worker shutting down gives a running attempt back: processing → pending with the attempt
+   * uncounted, so the redelivery runs as the same attempt number. Only the attempt that is
+   * running can be handed back; anything else (already finished, a stale delivery) is refused.
+   */
+  async handBack(jobId: string, delivery: number): Promise<{ accepted: boolean }> {
+    const { jobs, clock, logger } = this.context;
+    for (let round = 0; round < CONTENTION_ROUNDS; round++) {
+      const job = await jobs.find(jobId);
+      if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
+      if (job.status !== 'processing' || job.attempts !== attemptOf(job, delivery)) {
+        return { accepted: false };
+      }
+      const handedBack = await jobs.transition(
+        jobId,
+        { status: 'processing', attempts: job.attempts },
+        { status: 'pending', attempts: job.attempts - 1, handedBack: (job.handedBack ?? 0) + 1 },
+        clock(),
+      );
+      if (handedBack) {
+        logger.info({ jobId, attempt: job.attempts }, 'attempt handed back; it does not count');
+        return { accepted: true };
+      }
+    }
+    throw contention(jobId);
   }
 
   async fail(job: JobDocument, attempt: number, error: string): Promise<boolean> {
@@ -158,7 +194,7 @@ export class JobAttempts {
       const job = await jobs.find(jobId);
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
       const now = clock();
-      const decision = decideFailure(job, attempt, permanent, {
+      const decision = decideFailure(job, attemptOf(job, attempt), permanent, {
         maxAttempts: LIMITS.attempts,
         retryBaseMs: settings.retryBaseMs,
         now,

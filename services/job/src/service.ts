@@ -62,6 +62,9 @@ export async function startJobService(
       attempts.begin(jobId, attempt, worker),
     ),
     rpc.serve(jobEndpoints.completeJob, (report) => attempts.complete(report)),
+    rpc.serve(jobEndpoints.handBackAttempt, ({ jobId, attempt }) =>
+      attempts.handBack(jobId, attempt),
+    ),
     rpc.serve(jobEndpoints.failAttempt, ({ jobId, attempt, error, permanent }) =>
       attempts.failAttempt(jobId, attempt, error, permanent),
     ),

@@ -23,6 +23,8 @@ const fail = (jobId: string, attempt: number, permanent = false) =>
     error: `boom ${attempt}`,
     permanent,
   });
+const handBack = (jobId: string, attempt: number) =>
+  harness.rpc.call(jobEndpoints.handBackAttempt, { jobId, attempt });
 const complete = (jobId: string, attempt: number, outputKey: string | null = null) =>
   harness.rpc.call(jobEndpoints.completeJob, {
     jobId,
@@ -189,6 +191,38 @@ describe('worker transitions', () => {
     expect((await begin(jobId, 4)).action).toBe('run');
     expect((await fail(jobId, 4)).status).toBe('failed');
     expect(refundsOf(jobId)).toHaveLength(1);
+  });
+
+  it('does not count an attempt handed back on shutdown: 4 real attempts remain', async () => {
+    const jobId = await queuedAudioJob();
+    expect((await begin(jobId, 1)).action).toBe('run');
+    // The worker shuts down mid-job, tells the job service, then naks: delivery 2 follows.
+    expect(await handBack(jobId, 1)).toEqual({ accepted: true });
+    expect(await stored(jobId)).toMatchObject({ status: 'pending', attempts: 0, handedBack: 1 });
+    expect(await handBack(jobId, 1)).toEqual({ accepted: false });
+
+    expect((await begin(jobId, 2)).action).toBe('run');
+    expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 1 });
+    // Deliveries 2–5 are attempts 1–4: three retries, then the 4th failure fails the job.
+    const outcomes = [];
+    for (let delivery = 2; delivery <= 5; delivery++) {
+      if (delivery > 2) expect((await begin(jobId, delivery)).action).toBe('run');
+      outcomes.push((await fail(jobId, delivery)).status);
+    }
+    expect(outcomes).toEqual(['pending', 'pending', 'pending', 'failed']);
+    expect(await stored(jobId)).toMatchObject({ status: 'failed', attempts: 4 });
+    expect(refundsOf(jobId)).toHaveLength(1);
+  });
+
+  it('refuses to hand back an attempt that is not the one running', async () => {
+    const jobId = await queuedAudioJob();
+    expect(await handBack(jobId, 1)).toEqual({ accepted: false }); // never began
+    expect((await begin(jobId, 1)).action).toBe('run');
+    expect((await begin(jobId, 2)).action).toBe('run'); // delivery 1's worker was lost
+    expect(await handBack(jobId, 1)).toEqual({ accepted: false }); // stale
+    expect(await complete(jobId, 2)).toEqual({ accepted: true });
+    expect(await handBack(jobId, 2)).toEqual({ accepted: false }); // finished
+    expect(await stored(jobId)).toMatchObject({ status: 'completed', attempts: 2 });
   });
 
   it('fails and refunds a job whose last attempt was lost (delivery number > 4)', async () => {

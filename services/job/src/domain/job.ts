@@ -27,8 +27,13 @@ export interface JobDocument {
   webhookUrl: string | null;
   /** True when the job ran through `work.<pipeline>.inline` and never entered the queue. */
   inline: boolean;
-  /** Highest attempt number begun (JetStream's delivery count); 0 before the first. */
+  /** Highest attempt number begun (JetStream's delivery count less hand-backs); 0 before the first. */
   attempts: number;
+  /**
+   * Deliveries handed back by workers shutting down (handBackAttempt). JetStream counts them,
+   * the job does not: every delivery number is reduced by this. Absent on older documents.
+   */
+  handedBack?: number;
   /** Error of the latest failed attempt; becomes `error` if the job ends failed. */
   lastError: string | null;
   createdAt: Date;

@@ -4,9 +4,10 @@ import { isTerminal } from './job';
 
 /**
  * The worker-facing part of the lifecycle (DECISIONS "Jobs"), as pure decisions over the
- * stored status and attempt count. `attempt` is JetStream's delivery count: it counts every
- * delivery, including one whose worker died before or while running it, so a gap between the
- * stored attempt and the delivered one is a lost attempt and counts as a failed one.
+ * stored status and attempt count. `attempt` is JetStream's delivery count less the deliveries
+ * workers handed back on shutdown (JobAttempts.handBack): it counts every other delivery,
+ * including one whose worker died before or while running it, so a gap between the stored
+ * attempt and the delivered one is a lost attempt and counts as a failed one.
  */
 export interface AttemptState {
   status: JobStatus;

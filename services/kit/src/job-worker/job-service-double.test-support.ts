@@ -31,6 +31,8 @@ export interface DoubleJob {
     usage: UsageDimensions;
   }[];
   failures: { attempt: number; error: string; permanent: boolean }[];
+  /** Delivery numbers handed back by a worker shutting down. */
+  handBacks: number[];
   error: string | null;
 }
 
@@ -74,6 +76,15 @@ export class JobServiceDouble {
         this.finish(job, 'completed', null);
         return { accepted: true };
       }),
+      rpc.serve(jobEndpoints.handBackAttempt, async ({ jobId, attempt }) => {
+        this.enter(jobEndpoints.handBackAttempt, `${jobId} ${attempt}`);
+        const job = this.job(jobId);
+        if (job.status !== 'processing') return { accepted: false };
+        job.handBacks.push(attempt);
+        job.status = 'pending';
+        this.changed();
+        return { accepted: true };
+      }),
       rpc.serve(jobEndpoints.failAttempt, async ({ jobId, attempt, error, permanent }) => {
         this.enter(jobEndpoints.failAttempt, `${jobId} ${attempt} ${permanent}`);
         const job = this.job(jobId);
@@ -97,6 +108,7 @@ export class JobServiceDouble {
       attempts: [],
       completions: [],
       failures: [],
+      handBacks: [],
       error: null,
     };
     this.jobs.set(work.jobId, job);

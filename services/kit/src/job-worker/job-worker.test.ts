@@ -259,8 +259,11 @@ describe('startJobWorker', () => {
     await worker.stop({ graceMs: 200 });
     worker = undefined;
     expect(sawAbort).toBe(true);
-    // Handed back without reporting a failure: the job service only sees the next attempt.
+    // Handed back without reporting a failure; the job service is told which delivery it was
+    // before the nak, so the redelivery does not count as an attempt.
     expect(jobService.jobs.get(message.jobId)?.failures).toEqual([]);
+    expect(jobService.jobs.get(message.jobId)?.handBacks).toEqual([1]);
+    expect(jobService.calls.indexOf(`hand-back-attempt ${message.jobId} 1`)).toBeGreaterThan(-1);
 
     worker = await start(succeed);
     const job = await jobService.until(() => {

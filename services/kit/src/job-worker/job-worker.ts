@@ -66,6 +66,9 @@ interface RunningJob {
 }
 
 const DEFAULT_STOP_GRACE_MS = 20_000;
+/** Telling the job service about a hand-back must not hold up a shutdown for long. */
+const HAND_BACK_TIMEOUT_MS = 2_000;
+const UNPARSED_JOB_ID = '(unparsed)';
 const DEFAULT_UNAVAILABLE_RETRY_MS = 2_000;
 const DEFAULT_FETCH_EXPIRES_MS = 5_000;
 /** `heartbeat()` from a runner extends the lease at most this often. */
@@ -281,7 +284,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
   const dispatch = (msg: JsMsg) => {
     const job: RunningJob = {
       msg,
-      jobId: '(unparsed)',
+      jobId: UNPARSED_JOB_ID,
       controller: new AbortController(),
       handedBack: false,
       done: Promise.resolve(),
@@ -340,6 +343,26 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     'job worker started',
   );
 
+  /**
+   * Best effort and brief: if the job service cannot be told, the job is still handed back and
+   * its redelivery simply counts as an attempt (as a crash would).
+   */
+  const tellHandBack = async (job: RunningJob) => {
+    if (job.jobId === UNPARSED_JOB_ID) return;
+    try {
+      await rpc.call(
+        jobEndpoints.handBackAttempt,
+        { jobId: job.jobId, attempt: job.msg.info.deliveryCount },
+        { timeoutMs: HAND_BACK_TIMEOUT_MS },
+      );
+    } catch (error) {
+      logger.warn(
+        { err: error, jobId: job.jobId },
+        'hand-back not recorded; it counts as an attempt',
+      );
+    }
+  };
+
   const stop = async (stopOptions: { graceMs?: number } = {}) => {
     const graceMs = stopOptions.graceMs ?? options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     const deadline = Date.now() + graceMs;
@@ -360,14 +383,18 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       ]);
       clearTimeout(graceTimer);
     }
-    for (const job of running) {
-      // Hand back: redelivered at once to another worker; what this one still finishes is ignored.
-      job.handedBack = true;
-      job.msg.nak();
-      job.controller.abort(new Error('The worker is shutting down'));
-      record('handed_back');
-      logger.warn({ jobId: job.jobId }, 'job handed back on shutdown');
-    }
+    await Promise.all(
+      [...running].map(async (job) => {
+        // Hand back: redelivered at once to another worker; what this one still finishes is
+        // ignored. The job service hears it first, so the redelivery does not cost an attempt.
+        job.handedBack = true;
+        await tellHandBack(job);
+        job.msg.nak();
+        job.controller.abort(new Error('The worker is shutting down'));
+        record('handed_back');
+        logger.warn({ jobId: job.jobId }, 'job handed back on shutdown');
+      }),
+    );
     // Give aborted runners a moment to remove their temp files; never wait on them for long.
     await Promise.race([
       Promise.allSettled([...running].map((job) => job.done)),
