@@ -6,13 +6,76 @@ import { freePort, launchInfrastructure, type RunningInfrastructure } from '../i
 import { provisionTools } from '../infra/provision';
 import { type RunningServices, startServices } from '../stack/services';
 
-export interface BenchStack {
+export interface JsonResponse<Data> {
+  status: number;
+  body: { data?: Data; error?: { code: string } };
+}
+
+/** What the scripts need of a stack's public API: this one, or the test stack's. */
+export interface ApiClient {
+  api<Data = unknown>(
+    method: string,
+    path: string,
+    init?: { body?: unknown; token?: string },
+  ): Promise<JsonResponse<Data>>;
+}
+
+/** The response's `data`, or an error naming the request when it did not succeed. */
+export function dataOf<Data>(response: JsonResponse<Data>, request: string): Data {
+  if (response.status >= 300 || response.body.data === undefined) {
+    throw new Error(`${request}: ${response.status} ${JSON.stringify(response.body)}`);
+  }
+  return response.body.data;
+}
+
+/** POST /v1/upload, then PUT the bytes to the presigned URL as a client would; the upload id. */
+export async function uploadBytes(
+  client: ApiClient,
+  apiKey: string,
+  filename: string,
+  bytes: Buffer,
+): Promise<string> {
+  const { id, uploadUrl, contentType } = dataOf(
+    await client.api<{ id: string; uploadUrl: string; contentType: string }>('POST', '/v1/upload', {
+      token: apiKey,
+      body: { filename, size: bytes.length },
+    }),
+    `upload of ${filename}`,
+  );
+  const put = await fetch(uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': contentType },
+    body: bytes,
+  });
+  if (put.status !== 200) throw new Error(`PUT ${filename}: ${put.status} ${await put.text()}`);
+  return id;
+}
+
+export interface BenchStack extends ApiClient {
   publicUrl: string;
   adminUrl: string;
   adminToken: string;
   /** A pro account whose rate limit is raised out of the way: benchmarks measure the work. */
   apiKey: string;
+  services: RunningServices;
   stop(): Promise<void>;
+}
+
+async function requestJson<Data = unknown>(
+  url: string,
+  method: string,
+  init: { body?: unknown; token?: string } = {},
+): Promise<JsonResponse<Data>> {
+  const response = await fetch(url, {
+    method,
+    headers: {
+      ...(init.token && { authorization: `Bearer ${init.token}` }),
+      ...(init.body !== undefined && { 'content-type': 'application/json' }),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? {} : JSON.parse(text) };
 }
 
 /** Fresh servers in a temp folder and every service, as `npm start` runs them, for one benchmark. */
@@ -20,6 +83,8 @@ export async function startBenchStack(options: {
   name: string;
   toolsProfile: 'stack' | 'test';
   log: (message: string) => void;
+  /** How the services run (see startServices); memory is measured on the bundle. */
+  runtime?: 'source' | 'bundle';
 }): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), `tamp-bench-${options.name}-`));
   let infrastructure: RunningInfrastructure | undefined;
@@ -39,6 +104,7 @@ export async function startBenchStack(options: {
       infrastructure,
       publicPort,
       adminPort,
+      runtime: options.runtime ?? 'source',
       env: {
         ADMIN_TOKEN: adminToken,
         LOG_LEVEL: 'warn',
@@ -54,18 +120,22 @@ export async function startBenchStack(options: {
     } catch (error) {
       throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
     }
-    const response = await fetch(`${services.adminUrl}/admin/accounts`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ plan: 'pro' }),
-    });
-    const account = (await response.json()) as { data: { apiKey: string } };
-    options.log(`stack ready at ${services.publicUrl}`);
+    const account = await requestJson<{ apiKey: string }>(
+      `${services.adminUrl}/admin/accounts`,
+      'POST',
+      { body: { plan: 'pro' }, token: adminToken },
+    );
+    const { apiKey } = dataOf(account, 'account creation');
+    const { publicUrl } = services;
+    options.log(`stack ready at ${publicUrl}`);
     return {
-      publicUrl: services.publicUrl,
+      publicUrl,
       adminUrl: services.adminUrl,
       adminToken,
-      apiKey: account.data.apiKey,
+      apiKey,
+      services,
+      api: <Data>(method: string, path: string, init?: { body?: unknown; token?: string }) =>
+        requestJson<Data>(`${publicUrl}${path}`, method, init),
       stop,
     };
   } catch (error) {

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { freePort, stopProcess } from '../infra/launcher';
 import { PROJECT_ROOT } from '../infra/provision';
-import { type BenchStack, startBenchStack } from './bench-stack';
+import { type BenchStack, dataOf, startBenchStack } from './bench-stack';
 
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -39,10 +39,12 @@ async function main(): Promise<void> {
     stack = await startBenchStack({ name: 'jobs-read', toolsProfile: 'stack', log });
     const { apiKey } = stack;
     const services = stack;
-    const job = await postJson<{ id: string; status: string }>(
-      `${services.publicUrl}/v1/text`,
-      { text: 'Benchmarks   measure   the read path.\n\n\n', preset: 'chill' },
-      apiKey,
+    const job = dataOf(
+      await stack.api<{ id: string; status: string }>('POST', '/v1/text', {
+        token: apiKey,
+        body: { text: 'Benchmarks   measure   the read path.\n\n\n', preset: 'chill' },
+      }),
+      'POST /v1/text',
     );
     if (job.status !== 'completed') throw new Error(`job not completed: ${JSON.stringify(job)}`);
     const jobUrl = `${services.publicUrl}/v1/jobs/${job.id}`;
@@ -94,17 +96,6 @@ async function main(): Promise<void> {
     if (bare) await stopProcess(bare, 5_000);
     await stack?.stop();
   }
-}
-
-async function postJson<Data>(url: string, body: unknown, token: string): Promise<Data> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`POST ${url}: ${response.status} ${text}`);
-  return (JSON.parse(text) as { data: Data }).data;
 }
 
 /** A fastify server in its own process (as the gateway is), answering `body` on one route. */

@@ -25,7 +25,7 @@ import { generateLongWav } from '../../services/worker-audio/src/testing/speech-
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
 import { photo } from '../../test/support/media';
 import { toolPath } from '../infra/provision';
-import { type BenchStack, startBenchStack } from './bench-stack';
+import { type BenchStack, dataOf, startBenchStack, uploadBytes } from './bench-stack';
 
 const execFile = promisify(execFileCallback);
 
@@ -50,15 +50,17 @@ async function main(): Promise<void> {
     // The test tools include espeak-ng for the speech input.
     stack = await startBenchStack({ name: 'media', toolsProfile: 'test', log });
     const { apiKey } = stack;
-    const api = client(stack.publicUrl);
+    const bench = stack;
+    const call = async <Data>(method: string, path: string, body?: unknown) =>
+      dataOf(await bench.api<Data>(method, path, { token: apiKey, body }), `${method} ${path}`);
 
     // (a) image
     const image = await photo(1600, 1200, 'jpeg');
-    const imageId = await upload(api, apiKey, 'photo.jpg', image);
+    const imageId = await uploadBytes(stack, apiKey, 'photo.jpg', image);
     const settings = encodeSettingsFor({ format: 'webp', quality: 85, effort: 4 });
     if (settings.format !== 'webp') throw new Error('chill encodes WebP');
     const inlineRequest = async () => {
-      const job = await api.call<Job>('POST', '/v1/image', apiKey, { imageId, preset: 'chill' });
+      const job = await call<Job>('POST', '/v1/image', { imageId, preset: 'chill' });
       if (job.status !== 'completed') throw new Error(`image job: ${JSON.stringify(job)}`);
     };
     const sharpDirect = async () => {
@@ -74,19 +76,19 @@ async function main(): Promise<void> {
     const wavPath = join(scratch, 'speech.wav');
     await generateLongWav(wavPath, AUDIO_SECONDS, { channels: 1 });
     const wav = await readFile(wavPath);
-    const audioId = await upload(api, apiKey, 'speech.wav', wav);
+    const audioId = await uploadBytes(stack, apiKey, 'speech.wav', wav);
     const operations = [
       { type: 'speedup', params: { rate: SPEEDUP_RATE } },
       { type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } },
     ];
     const processingMs: number[] = [];
     const queuedJob = async () => {
-      const created = await api.call<Job>('POST', '/v1/audio', apiKey, { audioId, operations });
+      const created = await call<Job>('POST', '/v1/audio', { audioId, operations });
       let job = created;
       const deadline = Date.now() + 120_000;
       while (job.status !== 'completed' && job.status !== 'failed') {
         if (Date.now() > deadline) throw new Error(`audio job ${created.id} did not finish`);
-        job = await api.call<Job>('GET', `/v1/jobs/${created.id}?wait=30`, apiKey);
+        job = await call<Job>('GET', `/v1/jobs/${created.id}?wait=30`);
       }
       if (job.status !== 'completed') throw new Error(`audio job: ${JSON.stringify(job)}`);
       processingMs.push(Number(job.result?.metrics.processingMs));
@@ -150,46 +152,6 @@ async function main(): Promise<void> {
     await stack?.stop();
     await rm(scratch, { recursive: true, force: true });
   }
-}
-
-function client(publicUrl: string) {
-  return {
-    async call<Data>(method: string, path: string, token: string, body?: unknown): Promise<Data> {
-      const url = path.startsWith('http') ? path : `${publicUrl}${path}`;
-      const response = await fetch(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await response.text();
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-      return (JSON.parse(text) as { data: Data }).data;
-    },
-  };
-}
-
-async function upload(
-  api: ReturnType<typeof client>,
-  apiKey: string,
-  filename: string,
-  bytes: Buffer,
-): Promise<string> {
-  const created = await api.call<{ id: string; uploadUrl: string; contentType: string }>(
-    'POST',
-    '/v1/upload',
-    apiKey,
-    { filename, size: bytes.length },
-  );
-  const put = await fetch(created.uploadUrl, {
-    method: 'PUT',
-    headers: { 'content-type': created.contentType },
-    body: bytes,
-  });
-  if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
-  return created.id;
 }
 
 async function timeRuns(runs: number, run: () => Promise<void>): Promise<number[]> {

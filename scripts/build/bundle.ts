@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { PROJECT_ROOT } from '../infra/provision';
-import { SERVICE_NAMES, type ServiceName } from '../stack/services';
+import { SERVICE_NAMES, type ServiceName } from '../stack/service-names';
 
 export const BUNDLE_DIR = join(PROJECT_ROOT, 'dist');
 

@@ -16,7 +16,6 @@
  * and prints the figures as a table. `test/e2e/worker-memory.test.ts` runs the same measurement
  * against the test stack and asserts the bounds.
  */
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,6 +23,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
 import { ImageFixtures } from '../../services/worker-image/src/testing/fixtures';
+import { type ApiClient, uploadBytes } from '../bench/bench-stack';
 
 // ---------------------------------------------------------------------------------------------
 // /proc sampling
@@ -142,12 +142,7 @@ interface JobBody {
   result?: { metrics: Record<string, unknown> };
 }
 
-export interface MeasuredStack {
-  api<Data = unknown>(
-    method: string,
-    path: string,
-    init?: { body?: unknown; token?: string; headers?: Record<string, string> },
-  ): Promise<{ status: number; body: { data?: Data; error?: { code: string } } }>;
+export interface MeasuredStack extends ApiClient {
   services: { services: Array<{ name: string; pid(): number | undefined; restarts: number }> };
 }
 
@@ -192,27 +187,6 @@ export interface MemoryFigures {
   audio: BigJobFigures;
   image: BigJobFigures;
   series: ImageSeriesFigures;
-}
-
-async function upload(stack: MeasuredStack, apiKey: string, filename: string, bytes: Buffer) {
-  const created = await stack.api<{ id: string; uploadUrl: string; contentType: string }>(
-    'POST',
-    '/v1/upload',
-    { token: apiKey, body: { filename, size: bytes.length } },
-  );
-  if (created.status !== 200) {
-    throw new Error(
-      `upload of ${filename} refused: ${created.status} ${JSON.stringify(created.body)}`,
-    );
-  }
-  const { id, uploadUrl, contentType } = created.body.data!;
-  const put = await fetch(uploadUrl, {
-    method: 'PUT',
-    headers: { 'content-type': contentType },
-    body: bytes,
-  });
-  if (put.status !== 200) throw new Error(`PUT ${filename}: ${put.status} ${await put.text()}`);
-  return id;
 }
 
 async function finish(stack: MeasuredStack, apiKey: string, id: string): Promise<JobBody> {
@@ -335,7 +309,7 @@ async function imageSeries(
     for (const [index, shape] of shapes.entries()) {
       const path = await fixtures.photo({ ...shape, seed: 100 + index });
       inputs.push(
-        await upload(
+        await uploadBytes(
           stack,
           apiKey,
           `series-${index}.${shape.format === 'jpeg' ? 'jpg' : shape.format}`,
@@ -413,8 +387,8 @@ export async function measureWorkerMemory(
       `inputs: WAV ${wav.length} bytes, JPEG ${jpegShape.width}×${jpegShape.height} q${jpegShape.quality} ${jpeg.length} bytes`,
     );
     const [audioId, imageId] = await Promise.all([
-      upload(stack, options.apiKey, 'long.wav', wav),
-      upload(stack, options.apiKey, 'large.jpg', jpeg),
+      uploadBytes(stack, options.apiKey, 'long.wav', wav),
+      uploadBytes(stack, options.apiKey, 'large.jpg', jpeg),
     ]);
     await rm(wavPath, { force: true });
 
@@ -497,69 +471,21 @@ export function formatTable(figures: MemoryFigures): string {
 // standalone run: own servers, own services
 
 async function main() {
-  const { launchInfrastructure, freePort } = await import('../infra/launcher');
-  const { startServices } = await import('../stack/services');
-  const { bundleServices } = await import('../build/bundle');
-  // Measured as deployed: plain node on the built bundle, not the sources through tsx.
-  const runtime = process.argv.includes('--source') ? 'source' : 'bundle';
-  if (runtime === 'bundle') await bundleServices();
+  const { startBenchStack } = await import('../bench/bench-stack');
   const argument = (name: string) => {
     const index = process.argv.indexOf(`--${name}`);
     return index === -1 ? undefined : Number(process.argv[index + 1]);
   };
-  const dataDir = await mkdtemp(join(tmpdir(), 'tamp-memory-stack-'));
-  const infrastructure = await launchInfrastructure({ dataDir });
-  const namespace = `m${randomBytes(4).toString('hex')}`;
-  const adminToken = randomBytes(16).toString('hex');
-  const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
-  const services = await startServices({
-    infrastructure,
-    publicPort,
-    adminPort,
-    runtime,
-    env: {
-      NATS_NAMESPACE: namespace,
-      MONGO_DATABASE: `tamp_${namespace}`,
-      S3_BUCKET: `tamp-${namespace}`,
-      ADMIN_TOKEN: adminToken,
-      LOG_LEVEL: 'warn',
-      // 500 jobs plus long-polls in a few minutes: lift the pro plan's request rate.
-      PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 100_000 } }),
-    },
-    onLine: (service, line) => {
-      if (/"level":(50|60)|error/i.test(line)) console.error(`${service} | ${line}`);
-    },
+  const stack = await startBenchStack({
+    name: 'memory',
+    toolsProfile: 'stack',
+    // Measured as deployed: plain node on the built bundle, not the sources through tsx.
+    runtime: process.argv.includes('--source') ? 'source' : 'bundle',
+    log: (line) => console.log(line),
   });
   try {
-    await services.waitUntilReady(120_000);
-    const request = async (
-      base: string,
-      method: string,
-      path: string,
-      init: { body?: unknown; token?: string } = {},
-    ) => {
-      const response = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          ...(init.token && { authorization: `Bearer ${init.token}` }),
-          ...(init.body !== undefined && { 'content-type': 'application/json' }),
-        },
-        body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      });
-      const text = await response.text();
-      return { status: response.status, body: text === '' ? {} : JSON.parse(text) };
-    };
-    const account = await request(services.adminUrl, 'POST', '/admin/accounts', {
-      body: { plan: 'pro' },
-      token: adminToken,
-    });
-    const apiKey = (account.body as { data: { apiKey: string } }).data.apiKey;
-    const stack: MeasuredStack = {
-      api: (method, path, init) => request(services.publicUrl, method, path, init),
-      services,
-    };
     const figures = await measureWorkerMemory(stack, {
-      apiKey,
+      apiKey: stack.apiKey,
       imageJobs: argument('image-jobs') ?? 500,
       warmupJobs: argument('warmup-jobs') ?? 50,
       wavSeconds: argument('wav-seconds') ?? 590,
@@ -577,9 +503,7 @@ async function main() {
       `\nbounds (audio tree < 400 MiB, image peak < 400 MiB, series ≤ 1.5×): ${verdict.map((ok) => (ok ? 'ok' : 'EXCEEDED')).join(', ')}`,
     );
   } finally {
-    await services.stop();
-    await infrastructure.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapters/sharp-runtime';
+import { bundleServices } from '../build/bundle';
 import {
   freePort,
   httpOk,
@@ -12,19 +13,9 @@ import {
 } from '../infra/launcher';
 import { PROJECT_ROOT } from '../infra/provision';
 
-/** Every Tamp service, in start order: dependencies of the gateway first. */
-export const SERVICE_NAMES = [
-  'billing',
-  'upload',
-  'job',
-  'worker-image',
-  'worker-text',
-  'worker-audio',
-  'webhook',
-  'operator',
-  'gateway',
-] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number];
+import { SERVICE_NAMES, type ServiceName } from './service-names';
+
+export { SERVICE_NAMES, type ServiceName };
 
 export interface RunningService {
   name: ServiceName;
@@ -50,9 +41,10 @@ export interface ServicesOptions {
   /** One call per output line of any service. */
   onLine?: (service: ServiceName, line: string) => void;
   /**
-   * `source` (default) runs `services/<name>/src/main.ts` through tsx; `bundle` runs the
-   * built `dist/<name>/main.mjs` (scripts/build/bundle.ts) with plain node, as a container
-   * does: leaner by the transpiler's ~60 MiB per process, so memory is measured that way.
+   * `source` (default) runs `services/<name>/src/main.ts` through tsx; `bundle` builds
+   * `dist/<name>/main.mjs` (scripts/build/bundle.ts, about a second) and runs it with plain
+   * node, as a container does: leaner by the transpiler's ~60 MiB per process, so memory is
+   * measured that way.
    */
   runtime?: 'source' | 'bundle';
 }
@@ -63,6 +55,7 @@ export interface ServicesOptions {
  */
 export async function startServices(options: ServicesOptions): Promise<RunningServices> {
   const { infrastructure } = options;
+  if (options.runtime === 'bundle') await bundleServices();
   const shared: Record<string, string | undefined> = {
     ...process.env,
     NATS_URL: infrastructure.natsUrl,

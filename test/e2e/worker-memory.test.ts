@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleServices } from '../../scripts/build/bundle';
 import {
   formatTable,
   type MemoryFigures,
@@ -28,8 +27,7 @@ describe.runIf(enabled)('worker memory', () => {
   let figures: MemoryFigures;
 
   beforeAll(async () => {
-    // As deployed: the built bundles on plain node (tsx adds ~60 MiB to every process).
-    await bundleServices();
+    // As deployed: built bundles on plain node (tsx adds ~60 MiB to every process).
     stack = await startTestStack({
       runtime: 'bundle',
       // 500 jobs and their long-polls in a couple of minutes: lift the pro plan's request rate.

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledServiceEntry, bundleServices } from '../../scripts/build/bundle';
+import { bundledServiceEntry } from '../../scripts/build/bundle';
 import { SERVICE_NAMES } from '../../scripts/stack/services';
 import { photo, speechWav } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
@@ -22,7 +22,6 @@ describe('the bundled services', () => {
   let account: TestAccount;
 
   beforeAll(async () => {
-    await bundleServices();
     stack = await startTestStack({ runtime: 'bundle' });
     account = await stack.createAccount({ plan: 'pro' });
   }, 120_000);

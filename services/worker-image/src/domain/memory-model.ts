@@ -1,7 +1,7 @@
 import type { EncodeSettings } from './encode-settings';
 import { ImageLimitError } from './errors';
 import type { InputFormat } from './image-limits';
-import type { OutputFormat, ResizeParams } from './operations';
+import type { ResizeParams } from './operations';
 import type { Dimensions } from './resize-geometry';
 
 /**
@@ -319,7 +319,7 @@ export function planWithinMemory(
   if (index === -1) {
     throw new ImageLimitError({
       kind: 'memory',
-      format: settings.format as OutputFormat,
+      format: settings.format,
       width: demand.width,
       height: demand.height,
       neededBytes: Math.min(...estimates),
