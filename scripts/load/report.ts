@@ -1,0 +1,86 @@
+import type { Creation, FinishedJob } from './traffic';
+
+/** The value below which `fraction` of `values` lie (nearest rank). */
+export function percentile(values: readonly number[], fraction: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export interface TrafficSummary {
+  creations: number;
+  accepted: number;
+  /** Creations the client gave up on (still failing after every retry). */
+  notAccepted: number;
+  /** Answers the client retried or gave up on, by kind. */
+  answers503: number;
+  answers503WithoutRetryAfter: number;
+  answers409: number;
+  answers429: number;
+  timeouts: number;
+  networkErrors: number;
+  /** Refused for a reason no retry fixes (a wrong request). */
+  refused: number;
+  creationP50Ms: number;
+  creationP99Ms: number;
+}
+
+export function summarizeCreations(creations: readonly Creation[]): TrafficSummary {
+  const count = (status: number) =>
+    creations.reduce((sum, c) => sum + c.statuses.filter((s) => s === status).length, 0);
+  const accepted = creations.filter((creation) => creation.jobId !== null);
+  const latencies = accepted.map((creation) => creation.latencyMs);
+  return {
+    creations: creations.length,
+    accepted: accepted.length,
+    notAccepted: creations.length - accepted.length,
+    answers503: count(503),
+    answers503WithoutRetryAfter: creations.reduce((sum, c) => sum + c.retryAfterMissing, 0),
+    answers409: count(409),
+    answers429: count(429),
+    timeouts: count(-1),
+    networkErrors: count(0),
+    refused: creations.filter((creation) => creation.error !== null && creation.jobId === null)
+      .length,
+    creationP50Ms: Math.round(percentile(latencies, 0.5)),
+    creationP99Ms: Math.round(percentile(latencies, 0.99)),
+  };
+}
+
+export interface OutcomeSummary {
+  completed: number;
+  failed: number;
+  unfinished: number;
+  failures: string[];
+}
+
+export function summarizeOutcomes(finished: readonly FinishedJob[]): OutcomeSummary {
+  const failures = finished.filter((job) => job.status === 'failed');
+  return {
+    completed: finished.filter((job) => job.status === 'completed').length,
+    failed: failures.length,
+    unfinished: finished.filter((job) => job.status !== 'completed' && job.status !== 'failed')
+      .length,
+    failures: [...new Set(failures.map((job) => `${job.kind}: ${job.error}`))].slice(0, 10),
+  };
+}
+
+/** A fixed-width text table: the form every report of these scripts prints. */
+export function table(rows: readonly Record<string, string | number>[]): string {
+  if (rows.length === 0) return '(none)';
+  const columns = Object.keys(rows[0]!);
+  const widths = columns.map((column) =>
+    Math.max(column.length, ...rows.map((row) => String(row[column] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, index) => cell.padEnd(widths[index]!))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(columns),
+    line(widths.map((width) => '-'.repeat(width))),
+    ...rows.map((row) => line(columns.map((column) => String(row[column] ?? '')))),
+  ].join('\n');
+}

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
+import type { JobKind } from './workload';
+
+/**
+ * The client side of a load run, behaving as a careful API client does: every queued creation
+ * carries its own Idempotency-Key and is retried with that key after a 503, a 409, a 429, a
+ * network error or a time-out, so retries can never create or charge twice; an inline request
+ * (the contract does not deduplicate those) is retried only when the answer says nothing was
+ * created (503, 429), never after a time-out. Every loop is bounded in count and time.
+ */
+
+export interface TrafficOptions {
+  baseUrl: string;
+  apiKey: string;
+  kinds: readonly JobKind[];
+  /** Creations started per second (open loop: arrivals do not wait for answers). */
+  ratePerSecond: number;
+  durationMs: number;
+  /** One request's time-out, as a client would set it. */
+  requestTimeoutMs?: number;
+  /** How long one creation keeps retrying before the client gives up on it. */
+  giveUpAfterMs?: number;
+  /** Called for each creation once it has an outcome. */
+  onCreation?: (creation: Creation) => void;
+  /** Stops starting new creations (those under way finish their retries). */
+  signal?: AbortSignal;
+}
+
+export interface Creation {
+  kind: string;
+  mode: 'inline' | 'queued';
+  idempotencyKey: string | null;
+  /** Set once a 200 or 202 arrived. */
+  jobId: string | null;
+  acceptedStatus: 200 | 202 | null;
+  /** Job status in the accepting answer (inline: completed or failed). */
+  statusAtCreation: string | null;
+  /** First send to acceptance (or to giving up), retries included. */
+  latencyMs: number;
+  /** Every HTTP status seen; 0 for a network error, -1 for a client time-out. */
+  statuses: number[];
+  /** 503 answers that carried Retry-After, and those that did not. */
+  retryAfterPresent: number;
+  retryAfterMissing: number;
+  /** Errors answered that are not retried (4xx other than 409/429): the request was wrong. */
+  error: string | null;
+}
+
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+const DEFAULT_GIVE_UP_AFTER_MS = 180_000;
+/** A Retry-After above this is shortened: the run would otherwise measure the client's patience. */
+const MAX_RETRY_WAIT_MS = 10_000;
+
+export async function runTraffic(options: TrafficOptions): Promise<Creation[]> {
+  const count = Math.floor((options.ratePerSecond * options.durationMs) / 1000);
+  const intervalMs = 1000 / options.ratePerSecond;
+  const startedAt = performance.now();
+  const creations: Promise<Creation>[] = [];
+  for (let index = 0; index < count; index++) {
+    if (options.signal?.aborted) break;
+    const due = startedAt + index * intervalMs;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    const kind = options.kinds[index % options.kinds.length]!;
+    creations.push(
+      createWithRetries(options, kind).then((creation) => {
+        options.onCreation?.(creation);
+        return creation;
+      }),
+    );
+  }
+  return Promise.all(creations);
+}
+
+/** One logical creation: retried as described above until accepted, refused or given up. */
+export async function createWithRetries(
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey' | 'requestTimeoutMs' | 'giveUpAfterMs'>,
+  kind: JobKind,
+): Promise<Creation> {
+  const started = performance.now();
+  const giveUpAt = started + (options.giveUpAfterMs ?? DEFAULT_GIVE_UP_AFTER_MS);
+  const creation: Creation = {
+    kind: kind.name,
+    mode: kind.mode,
+    idempotencyKey: kind.mode === 'queued' ? randomUUID() : null,
+    jobId: null,
+    acceptedStatus: null,
+    statusAtCreation: null,
+    latencyMs: 0,
+    statuses: [],
+    retryAfterPresent: 0,
+    retryAfterMissing: 0,
+    error: null,
+  };
+  for (let attempt = 0; attempt < 1_000 && performance.now() < giveUpAt; attempt++) {
+    const answer = await send(options, kind, creation.idempotencyKey);
+    creation.statuses.push(answer.status);
+    if (answer.status === 200 || answer.status === 202) {
+      creation.jobId = answer.jobId;
+      creation.acceptedStatus = answer.status;
+      creation.statusAtCreation = answer.jobStatus;
+      break;
+    }
+    if (answer.status === 503) {
+      if (answer.retryAfterMs === null) creation.retryAfterMissing++;
+      else creation.retryAfterPresent++;
+    }
+    const retryable =
+      answer.status === 503 ||
+      answer.status === 429 ||
+      answer.status === 409 ||
+      // Unknown outcome: only a keyed request may be sent again.
+      ((answer.status === 0 || answer.status === -1) && creation.idempotencyKey !== null);
+    if (!retryable) {
+      creation.error = answer.error;
+      break;
+    }
+    const backoff = Math.min(MAX_RETRY_WAIT_MS, 250 * 2 ** Math.min(attempt, 5));
+    await sleep(
+      Math.min(answer.retryAfterMs ?? backoff, MAX_RETRY_WAIT_MS) * (0.8 + Math.random() * 0.4),
+    );
+  }
+  creation.latencyMs = performance.now() - started;
+  return creation;
+}
+
+interface Answer {
+  status: number;
+  jobId: string | null;
+  jobStatus: string | null;
+  retryAfterMs: number | null;
+  error: string | null;
+}
+
+async function send(
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'>,
+  kind: JobKind,
+  idempotencyKey: string | null,
+): Promise<Answer> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${options.apiKey}`,
+    'content-type': 'application/json',
+  };
+  if (idempotencyKey !== null) headers['idempotency-key'] = idempotencyKey;
+  try {
+    const response = await fetch(`${options.baseUrl}${kind.path}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(kind.body),
+      signal: AbortSignal.timeout(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
+    });
+    const body = (await response.json().catch(() => ({}))) as {
+      data?: { id?: string; status?: string };
+      error?: { code?: string; message?: string };
+    };
+    const retryAfter = response.headers.get('retry-after');
+    return {
+      status: response.status,
+      jobId: body.data?.id ?? null,
+      jobStatus: body.data?.status ?? null,
+      retryAfterMs: retryAfter === null ? null : Number(retryAfter) * 1000,
+      error: body.error === undefined ? null : `${body.error.code}: ${body.error.message}`,
+    };
+  } catch (error) {
+    const timedOut = error instanceof Error && error.name === 'TimeoutError';
+    return {
+      status: timedOut ? -1 : 0,
+      jobId: null,
+      jobStatus: null,
+      retryAfterMs: null,
+      error: String(error),
+    };
+  }
+}
+
+export interface FinishedJob {
+  jobId: string;
+  kind: string;
+  status: string;
+  error: string | null;
+  /** From the job's acceptance until this client saw it terminal. */
+  waitedMs: number;
+}
+
+/**
+ * Long-polls every accepted job until it is terminal or `timeoutMs` passes (no busy polling:
+ * each read waits up to 30 s server-side). Returns the last status seen of each.
+ */
+export async function drainJobs(
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey'>,
+  creations: readonly Creation[],
+  timeoutMs: number,
+): Promise<FinishedJob[]> {
+  const deadline = Date.now() + timeoutMs;
+  const limit = pLimit(64);
+  const accepted = creations.filter((creation) => creation.jobId !== null);
+  return Promise.all(
+    accepted.map((creation) =>
+      limit(async () => {
+        const started = performance.now();
+        let status = creation.statusAtCreation ?? 'created';
+        let error: string | null = null;
+        while (!isTerminal(status) && Date.now() < deadline) {
+          const wait = Math.max(1, Math.min(30, Math.floor((deadline - Date.now()) / 1000)));
+          try {
+            const response = await fetch(
+              `${options.baseUrl}/v1/jobs/${creation.jobId}?wait=${wait}`,
+              {
+                headers: { authorization: `Bearer ${options.apiKey}` },
+                signal: AbortSignal.timeout((wait + 15) * 1000),
+              },
+            );
+            if (response.status === 200) {
+              const body = (await response.json()) as { data: { status: string; error?: string } };
+              status = body.data.status;
+              error = body.data.error ?? null;
+            } else {
+              await response.body?.cancel();
+              await sleep(1_000);
+            }
+          } catch {
+            await sleep(1_000);
+          }
+        }
+        return {
+          jobId: creation.jobId!,
+          kind: creation.kind,
+          status,
+          error,
+          waitedMs: performance.now() - started,
+        };
+      }),
+    ),
+  );
+}
+
+function isTerminal(status: string): boolean {
+  return status === 'completed' || status === 'failed';
+}

@@ -1,0 +1,121 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { creditCost, type Pipeline } from '@tamp/proto';
+import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
+import { photo } from '../../test/support/media';
+import { type ApiClient, uploadBytes } from '../bench/bench-stack';
+
+/**
+ * One kind of job a load run creates: its endpoint and body, whether the contract answers it
+ * inline (200) or queues it (202), and what it costs. Uploads are made once per kind and fed to
+ * every job of the kind (an upload may feed several jobs), so a run measures job creation and
+ * processing, not MinIO's PUT throughput.
+ */
+export interface JobKind {
+  name: string;
+  pipeline: Pipeline;
+  mode: 'inline' | 'queued';
+  path: `/v1/${Pipeline}`;
+  body: Record<string, unknown>;
+  /** Credits one job of this kind reserves. */
+  credits: number;
+}
+
+export const JOB_KIND_NAMES = [
+  'text-inline',
+  'text-queued',
+  'image-inline',
+  'image-avif',
+  'audio-1s',
+  'audio-3s',
+  'audio-20s',
+] as const;
+export type JobKindName = (typeof JOB_KIND_NAMES)[number];
+
+/** A paragraph of prose repeated to a size: trim has real work to do, the result is checkable. */
+function prose(bytes: number): string {
+  const paragraph =
+    'Tamp  compresses   audio, images and text…  It keeps every word,\tnumber (42) and emoji 🙂 in order.\n\n\n';
+  return paragraph.repeat(Math.ceil(bytes / Buffer.byteLength(paragraph))).slice(0, bytes);
+}
+
+async function speechSeconds(seconds: number): Promise<Buffer> {
+  const directory = await mkdtemp(join(tmpdir(), 'tamp-load-audio-'));
+  try {
+    const path = join(directory, 'speech.wav');
+    await generateLongWav(path, seconds, { channels: 1 });
+    return await readFile(path);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+/** Makes the inputs (real media, generated here), uploads them, and returns every job kind. */
+export async function prepareWorkload(
+  client: ApiClient,
+  apiKey: string,
+  names: readonly JobKindName[] = JOB_KIND_NAMES,
+): Promise<JobKind[]> {
+  const wanted = new Set(names);
+  const kinds: JobKind[] = [];
+  const inlineText = prose(2_000);
+  const queuedText = prose(55_000);
+  if (wanted.has('text-inline')) {
+    kinds.push(textKind('text-inline', 'inline', inlineText));
+  }
+  if (wanted.has('text-queued')) kinds.push(textKind('text-queued', 'queued', queuedText));
+  if (wanted.has('image-inline')) {
+    const bytes = await photo(640, 480);
+    const imageId = await uploadBytes(client, apiKey, 'load.jpg', bytes);
+    kinds.push({
+      name: 'image-inline',
+      pipeline: 'image',
+      mode: 'inline',
+      path: '/v1/image',
+      body: { imageId, preset: 'thumbnail' },
+      credits: creditCost('image', bytes.length),
+    });
+  }
+  if (wanted.has('image-avif')) {
+    const bytes = await photo(64, 48);
+    const imageId = await uploadBytes(client, apiKey, 'small.jpg', bytes);
+    kinds.push({
+      name: 'image-avif',
+      pipeline: 'image',
+      mode: 'queued',
+      path: '/v1/image',
+      body: { imageId, operations: [{ type: 'encode', params: { format: 'avif', quality: 50 } }] },
+      credits: creditCost('image', bytes.length),
+    });
+  }
+  for (const [name, seconds] of [
+    ['audio-1s', 1],
+    ['audio-3s', 3],
+    ['audio-20s', 20],
+  ] as const) {
+    if (!wanted.has(name)) continue;
+    const bytes = await speechSeconds(seconds);
+    const audioId = await uploadBytes(client, apiKey, `${name}.wav`, bytes);
+    kinds.push({
+      name,
+      pipeline: 'audio',
+      mode: 'queued',
+      path: '/v1/audio',
+      body: { audioId, preset: 'podcast' },
+      credits: creditCost('audio', bytes.length),
+    });
+  }
+  return kinds;
+}
+
+function textKind(name: JobKindName, mode: 'inline' | 'queued', text: string): JobKind {
+  return {
+    name,
+    pipeline: 'text',
+    mode,
+    path: '/v1/text',
+    body: { text, preset: 'medium' },
+    credits: creditCost('text', Buffer.byteLength(text)),
+  };
+}
