@@ -56,9 +56,18 @@ function run(file, args) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-/** Runs the real program as a child, forwarding signals so Ctrl-C and SIGTERM reach it once. */
+/**
+ * Runs the real program as a child, forwarding signals so Ctrl-C and SIGTERM reach it once. On
+ * Linux the child also gets SIGTERM if this process dies without forwarding anything (killed
+ * outright): util-linux's setpriv sets its parent-death signal, so nothing outlives `npm start`.
+ */
 function forward(file, args) {
-  const child = spawn(file, args, { cwd: root, stdio: 'inherit' });
+  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+  const [command, commandArgs] =
+    setpriv === undefined
+      ? [file, args]
+      : [setpriv, ['--pdeathsig', 'SIGTERM', '--', file, ...args]];
+  const child = spawn(command, commandArgs, { cwd: root, stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => child.kill(signal));
   }

@@ -14,7 +14,10 @@ export const TOOLS_DIR = join(PROJECT_ROOT, '.tools');
 export const TOOLS_BIN = join(TOOLS_DIR, 'bin');
 
 const toolsFile = z.object({
-  debian: z.record(z.string(), z.object({ package: z.string(), expectVersion: z.string() })),
+  debian: z.record(
+    z.string(),
+    z.object({ package: z.string(), expectVersion: z.string(), path: z.string().optional() }),
+  ),
   libraries: z.record(z.string(), z.object({ package: z.string() })),
   go: z.record(
     z.string(),
@@ -59,7 +62,9 @@ export async function provisionTools(
   const debianTools = names.filter((name) => tools.debian[name] !== undefined);
   const missingPackages: string[] = [];
   for (const name of debianTools) {
-    if (!(await linkSystemBinary(name))) missingPackages.push(tools.debian[name]!.package);
+    if (!(await linkSystemBinary(name, tools.debian[name]!.path))) {
+      missingPackages.push(tools.debian[name]!.package);
+    }
   }
   for (const name of names.filter((candidate) => tools.libraries[candidate] !== undefined)) {
     const packageName = tools.libraries[name]!.package;
@@ -70,7 +75,7 @@ export async function provisionTools(
     log(`Installing Debian packages: ${packages.join(', ')}`);
     await aptInstall(packages);
     for (const name of debianTools) {
-      if (!(await linkSystemBinary(name))) {
+      if (!(await linkSystemBinary(name, tools.debian[name]!.path))) {
         throw new Error(`${name} is still missing after apt-get install`);
       }
     }
@@ -81,8 +86,9 @@ export async function provisionTools(
   }
 }
 
-async function linkSystemBinary(name: string): Promise<boolean> {
-  const found = await which(name);
+/** Links the package's binary into `.tools/bin`: found on PATH, or at the path the package uses. */
+async function linkSystemBinary(name: string, path: string | undefined): Promise<boolean> {
+  const found = path === undefined ? await which(name) : existsSync(path) ? path : undefined;
   if (found === undefined) return false;
   if (found === toolPath(name)) return true;
   await rm(toolPath(name), { force: true });

@@ -1,16 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapters/sharp-runtime';
 import { bundleServices } from '../build/bundle';
-import {
-  freePort,
-  httpOk,
-  type InfrastructureEndpoints,
-  killOnExit,
-  stopProcess,
-} from '../infra/launcher';
+import type { InfrastructureEndpoints } from '../infra/launcher';
+import { freePort, httpOk, spawnOwned, stopProcess } from '../infra/processes';
 import { PROJECT_ROOT } from '../infra/provision';
 
 import { SERVICE_NAMES, type ServiceName } from './service-names';
@@ -151,20 +146,13 @@ class SupervisedService implements RunningService {
 
   start(): void {
     const startedAt = Date.now();
-    const child = spawn(
+    const child = spawnOwned(
       process.execPath,
       this.runtime === 'bundle'
         ? ['--enable-source-maps', join('dist', this.name, 'main.mjs')]
         : ['--import', 'tsx', join('services', this.name, 'src/main.ts')],
-      {
-        cwd: PROJECT_ROOT,
-        env: this.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        // Own process group, like the servers: the launcher alone decides the stop order.
-        detached: true,
-      },
+      { cwd: PROJECT_ROOT, env: this.env },
     );
-    killOnExit(child);
     this.child = child;
     for (const stream of [child.stdout, child.stderr]) {
       if (stream === null) continue;
@@ -183,6 +171,6 @@ class SupervisedService implements RunningService {
 
   async stop(): Promise<void> {
     clearTimeout(this.restartTimer);
-    if (this.child !== undefined) await stopProcess(this.child, 20_000);
+    if (this.child !== undefined) await stopProcess(this.child, 12_000);
   }
 }

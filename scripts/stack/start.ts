@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
+import { isRunning, killLeftovers } from '../infra/processes';
 import { PROJECT_ROOT, provisionTools } from '../infra/provision';
 import { formatLogLine, prefixFor } from './log-format';
 import { type RunningServices, SERVICE_NAMES, startServices } from './services';
@@ -38,6 +39,7 @@ process.on('SIGTERM', () => void stop(0));
 try {
   await provisionTools('stack', (message) => say(message));
   await mkdir(dataDir, { recursive: true });
+  await stopLeftovers();
   infrastructure = await launchInfrastructure({ dataDir });
   say(
     `infrastructure up: ${infrastructure.natsUrl} ${infrastructure.mongoUrl} ${infrastructure.s3.endpoint}`,
@@ -47,7 +49,12 @@ try {
     infrastructure,
     publicPort,
     adminPort,
-    env: { ADMIN_TOKEN: adminToken },
+    env: {
+      ADMIN_TOKEN: adminToken,
+      // A local stop stays within 15 s: workers hand back what they cannot finish in 5 s.
+      SHUTDOWN_TIMEOUT_MS: process.env.SHUTDOWN_TIMEOUT_MS ?? '10000',
+      WORKER_STOP_GRACE_MS: process.env.WORKER_STOP_GRACE_MS ?? '5000',
+    },
     onLine: (name, line) =>
       process.stdout.write(`${prefixFor(name, width)} ${formatLogLine(line)}\n`),
   });
@@ -59,7 +66,14 @@ try {
         publicUrl: services.publicUrl,
         adminUrl: services.adminUrl,
         launcherPid: process.pid,
-        infrastructure: { ...infrastructure, stop: undefined },
+        natsUrl: infrastructure.natsUrl,
+        mongoUrl: infrastructure.mongoUrl,
+        s3: infrastructure.s3,
+        servers: Object.values(infrastructure.servers).map((server) => ({
+          name: server.name,
+          pid: server.pid(),
+          file: server.file,
+        })),
         services: services.services.map((service) => ({
           name: service.name,
           pid: service.pid(),
@@ -76,6 +90,34 @@ try {
 } catch (error) {
   say(`failed to start: ${error instanceof Error ? error.message : String(error)}`);
   await stop(1);
+}
+
+/**
+ * A launcher killed outright normally takes its children with it (parent-death signal), but a
+ * stack.json left by a launcher that is gone may still name live processes (one started by an
+ * older version, say): stop them before their ports and data folders are needed again.
+ */
+async function stopLeftovers(): Promise<void> {
+  const file = join(dataDir, 'stack.json');
+  if (!existsSync(file)) return;
+  const previous = JSON.parse(await readFile(file, 'utf8')) as {
+    launcherPid?: number;
+    servers?: { pid?: number; file: string }[];
+    services?: { pid?: number; name: string }[];
+  };
+  if (previous.launcherPid !== undefined && (await isRunning(previous.launcherPid, 'start.ts'))) {
+    throw new Error(`another npm start (pid ${previous.launcherPid}) is using ${dataDir}`);
+  }
+  const leftovers = [
+    ...(previous.services ?? []).map((service) => ({
+      pid: service.pid,
+      expected: `${service.name}/`,
+    })),
+    ...(previous.servers ?? []).map((server) => ({ pid: server.pid, expected: server.file })),
+  ].filter((entry): entry is { pid: number; expected: string } => entry.pid !== undefined);
+  const killed = await killLeftovers(leftovers);
+  if (killed > 0) say(`stopped ${killed} processes left by an earlier run`);
+  await rm(file, { force: true });
 }
 
 /** The admin token of the local stack, made once and kept with its data so the CLI finds it. */

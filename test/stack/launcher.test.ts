@@ -11,7 +11,7 @@ interface StackFile {
   publicUrl: string;
   adminUrl: string;
   launcherPid: number;
-  infrastructure: { pids: number[] };
+  servers: Array<{ name: string; pid: number; file: string }>;
   services: Array<{ name: string; pid: number; opsPort: number }>;
 }
 
@@ -83,7 +83,12 @@ describe('npm start (the whole local stack)', () => {
       'worker-image',
       'worker-text',
     ]);
-    expect(stackFile.infrastructure.pids).toHaveLength(3);
+    expect(stackFile.servers.map((server) => server.name).sort()).toEqual([
+      'ferretdb',
+      'minio',
+      'nats',
+      'postgres',
+    ]);
 
     for (const service of stackFile.services) {
       for (const path of ['/healthz', '/readyz']) {
@@ -112,7 +117,7 @@ describe('npm start (the whole local stack)', () => {
 
     const pids = [
       stackFile.launcherPid,
-      ...stackFile.infrastructure.pids,
+      ...stackFile.servers.map((server) => server.pid),
       ...stackFile.services.map((service) => service.pid),
     ];
     expect(pids.filter(isRunning)).toEqual([]);

@@ -1,0 +1,154 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+
+/**
+ * Child processes the launchers own: servers and services, each in its own process group (a
+ * terminal's Ctrl-C reaches only the launcher, which stops them in order) and each bound to the
+ * launcher's life by a parent-death signal, so a launcher that is killed outright (SIGKILL,
+ * OOM) takes them with it instead of leaving orphans that hold ports and data folders.
+ */
+
+export interface OwnedProcessOptions {
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Run as this user (a root launcher starts PostgreSQL, which refuses root, as `postgres`). */
+  user?: string;
+}
+
+/**
+ * util-linux's setpriv sets PR_SET_PDEATHSIG (and switches user) and then execs the program, so
+ * the program itself is the launcher's child and gets SIGTERM when the launcher dies. Node has
+ * no prctl of its own. Without setpriv (not Linux) the child is spawned directly.
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+
+export function spawnOwned(
+  file: string,
+  args: string[],
+  options: OwnedProcessOptions,
+): ChildProcess {
+  const user = options.user === undefined ? [] : userArgs(options.user);
+  const [command, commandArgs] =
+    SETPRIV === undefined
+      ? [file, args]
+      : [SETPRIV, [...user, '--pdeathsig', 'SIGTERM', '--', file, ...args]];
+  const child = spawn(command, commandArgs, {
+    env: options.env,
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  killOnExit(child);
+  return child;
+}
+
+function userArgs(user: string): string[] {
+  return ['--reuid', user, '--regid', user, '--init-groups'];
+}
+
+const children = new Set<ChildProcess>();
+
+/** A launcher exiting normally (even on an uncaught error) kills whatever it still owns. */
+function killOnExit(child: ChildProcess): void {
+  if (children.size === 0) {
+    process.once('exit', () => {
+      for (const running of children) running.kill('SIGKILL');
+    });
+  }
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
+/** `signal` (SIGTERM by default), then SIGKILL if the process has not exited in time. */
+export async function stopProcess(
+  child: ChildProcess,
+  graceMs = 10_000,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A paused process (a fault test) must run again to handle the signal.
+  child.kill('SIGCONT');
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Whether `pid` is a live process whose command line contains `expected`. */
+export async function isRunning(pid: number, expected: string): Promise<boolean> {
+  try {
+    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return commandLine.includes(expected);
+  } catch {
+    return false;
+  }
+}
+
+/** Kills processes a killed launcher left behind, checking each is still what it was. */
+export async function killLeftovers(
+  leftovers: readonly { pid: number; expected: string }[],
+): Promise<number> {
+  let killed = 0;
+  for (const { pid, expected } of leftovers) {
+    if (!(await isRunning(pid, expected))) continue;
+    process.kill(pid, 'SIGCONT');
+    process.kill(pid, 'SIGTERM');
+    for (let waited = 0; waited < 50 && (await isRunning(pid, expected)); waited++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (await isRunning(pid, expected)) process.kill(pid, 'SIGKILL');
+    killed++;
+  }
+  return killed;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        resolve(typeof address === 'object' && address !== null ? address.port : 0),
+      );
+    });
+  });
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+export function tcpOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export async function tail(file: string, lines = 20): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** The uid a root launcher runs PostgreSQL as, or undefined when not root or no such user. */
+export function postgresUser(): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  return spawnSync('id', ['-u', 'postgres']).status === 0 ? 'postgres' : undefined;
+}
