@@ -13,6 +13,11 @@ export const ERROR_CODES = {
   VALIDATION_ERROR: 400,
   INSUFFICIENT_CREDITS: 402,
   IDEMPOTENCY_KEY_REUSED: 422,
+  /**
+   * A creation with this Idempotency-Key is still under way (or its outcome is being settled
+   * after a failure): retry the same request after Retry-After; it never creates a second job.
+   */
+  IDEMPOTENCY_KEY_IN_USE: 409,
   RATE_LIMITED: 429,
   PAYLOAD_TOO_LARGE: 413,
   NOT_FOUND: 404,

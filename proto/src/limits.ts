@@ -32,6 +32,12 @@ export const LIMITS = {
   outputUrlTtlSeconds: 3600,
   resultRetentionMs: 7 * 24 * 60 * 60 * 1000,
   inlineReplyTimeoutMs: 10_000,
+  /**
+   * The whole budget of one job creation, set by the gateway and shared by every internal call
+   * made for it (upload check, credit reservation, inline run): the answer, a 503 included,
+   * comes well before a client's usual 30–60 s time-out.
+   */
+  createJobBudgetMs: 25_000,
   webhookDeadlineMs: 10_000,
   webhookRetries: 5,
 } as const;

@@ -437,6 +437,46 @@ describe('credits', () => {
     expect(await balance(accountId)).toEqual({ allowance: 2, granted: 3 });
   });
 
+  it('releases a reservation that arrives after its refund: the late request moves nothing', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const jobId = newId('job');
+    // The creation gave up (its reserve timed out) and released the job before billing saw it.
+    expect(await call(billingEndpoints.refundCredits, { accountId, jobId })).toEqual({
+      refunded: 0,
+      replayed: false,
+    });
+    const late = await failure(reserve(accountId, jobId, 3));
+    expect(late.code).toBe('UNAVAILABLE');
+    expect(await balance(accountId)).toEqual({ allowance: 10, granted: 0 });
+    // A refund after the reservation is an ordinary refund, once.
+    const other = newId('job');
+    await reserve(accountId, other, 3);
+    const refunds = await Promise.all(
+      [1, 2, 3].map(() => call(billingEndpoints.refundCredits, { accountId, jobId: other })),
+    );
+    expect(refunds.map((refund) => refund.refunded)).toEqual([3, 3, 3]);
+    expect(refunds.filter((refund) => !refund.replayed)).toHaveLength(1);
+    expect(await balance(accountId)).toEqual({ allowance: 10, granted: 0 });
+  });
+
+  it('settles concurrent reservations and releases of the same jobs exactly once each', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, { credits: 100 });
+    const jobIds = Array.from({ length: 40 }, () => newId('job'));
+    // Each job's reserve and release race; whichever lands first, the account ends where it
+    // began: a reservation either never happens or is given back.
+    await Promise.all(
+      jobIds.flatMap((jobId) => [
+        reserve(accountId, jobId, 2).catch((error: unknown) => error),
+        call(billingEndpoints.refundCredits, { accountId, jobId }),
+      ]),
+    );
+    // A second release of each finds anything the first one missed.
+    await Promise.all(
+      jobIds.map((jobId) => call(billingEndpoints.refundCredits, { accountId, jobId })),
+    );
+    expect(await balance(accountId)).toEqual({ allowance: 100, granted: 0 });
+  });
+
   it('resets the allowance at the period rollover and keeps granted credits', async () => {
     try {
       const { accountId } = await call(billingEndpoints.createAccount, { credits: 5 });

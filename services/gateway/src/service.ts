@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ObjectStore, Rpc } from '@tamp/kit';
-import type { Topology } from '@tamp/proto';
+import { LIMITS, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
 import { JobWaiters } from './adapters/job-waiters';
@@ -16,7 +16,8 @@ export interface GatewayDependencies {
   adminToken: string | undefined;
   /** ≤ 4 s (revocation reaches every replica within 5 s); tests shorten it. */
   authCacheTtlMs?: number;
-  createJobTimeoutMs?: number;
+  createJobBudgetMs?: number;
+  maxConcurrentCreations?: number;
 }
 
 export interface Gateway {
@@ -48,8 +49,8 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
     waiters,
     authenticator,
     limiter,
-    // Above the job service's own budgets: a 30 s credit reservation plus a 10 s inline run.
-    createJobTimeoutMs: dependencies.createJobTimeoutMs ?? 45_000,
+    createJobBudgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
+    maxConcurrentCreations: dependencies.maxConcurrentCreations ?? 64,
   });
   // Long-polls answer at once when the server starts closing, instead of holding shutdown.
   publicApp.addHook('preClose', async () => waiters.wakeAll());

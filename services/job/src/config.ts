@@ -8,9 +8,9 @@ export const DEFAULT_JOB_SETTINGS: JobSettings = {
   // DECISIONS "Jobs": exponential backoff with a 2 s base.
   retryBaseMs: 2_000,
   inlineReplyTimeoutMs: LIMITS.inlineReplyTimeoutMs,
-  reserveTimeoutMs: 30_000,
   sweepIntervalMs: 30_000,
   reconcileAfterMs: 30_000,
+  abandonAfterMs: 60_000,
   idempotencyStaleMs: 30_000,
   // Below the gateway's 5 s service-call timeout, so a waiting twin answers instead of timing out.
   idempotencyWaitMs: 4_000,
@@ -30,12 +30,12 @@ export const configSchema = z.object({
   JOB_RETRY_BASE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.retryBaseMs),
   /** How long an inline worker may take before the job is queued instead (spec: 10 s). */
   JOB_INLINE_TIMEOUT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.inlineReplyTimeoutMs),
-  /** How long a credit reservation may take before the creation answers UNAVAILABLE. */
-  JOB_RESERVE_TIMEOUT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.reserveTimeoutMs),
   /** How often retention, key expiry and the outbox reconciler run; 0 turns them off. */
   JOB_SWEEP_INTERVAL_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.sweepIntervalMs),
   /** Age after which unconfirmed publishes, refunds and events are redone. */
   JOB_RECONCILE_AFTER_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.reconcileAfterMs),
+  /** Time past its deadline after which an unfinished creation's reservation is released. */
+  JOB_ABANDON_AFTER_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.abandonAfterMs),
   /** Age after which an idempotency claim without its job counts as orphaned. */
   JOB_IDEMPOTENCY_STALE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyStaleMs),
   /** How long a concurrent twin of a keyed request waits for the claimed job. */
@@ -49,9 +49,9 @@ export function jobSettingsFrom(config: Config): JobSettings {
   return {
     retryBaseMs: config.JOB_RETRY_BASE_MS,
     inlineReplyTimeoutMs: config.JOB_INLINE_TIMEOUT_MS,
-    reserveTimeoutMs: config.JOB_RESERVE_TIMEOUT_MS,
     sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
     reconcileAfterMs: config.JOB_RECONCILE_AFTER_MS,
+    abandonAfterMs: config.JOB_ABANDON_AFTER_MS,
     idempotencyStaleMs: config.JOB_IDEMPOTENCY_STALE_MS,
     idempotencyWaitMs: config.JOB_IDEMPOTENCY_WAIT_MS,
     cursorSecret: config.JOB_CURSOR_SECRET,

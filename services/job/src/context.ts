@@ -1,4 +1,5 @@
 import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
+import type { AdmissionRepository } from './adapters/admission-repository';
 import type { IdempotencyRepository } from './adapters/idempotency-repository';
 import type { JobRepository } from './adapters/job-repository';
 import type { JobMessaging } from './adapters/messaging';
@@ -9,18 +10,17 @@ export interface JobSettings {
   retryBaseMs: number;
   /** How long an inline worker may take before the job is queued instead. */
   inlineReplyTimeoutMs: number;
-  /**
-   * How long a credit reservation may take. Generous on purpose: billing serializes its
-   * writes on FerretDB (about 60 ms each), so a burst of 200 creations queues for seconds; a
-   * reservation given up on mid-flight could still be applied after the job was abandoned.
-   */
-  reserveTimeoutMs: number;
   /** How long a concurrent twin of a keyed request waits for the claimed job to appear. */
   idempotencyWaitMs: number;
   /** A claim this old without its job is taken to be orphaned (its claimant died). */
   idempotencyStaleMs: number;
   /** How old unfinished side effects (unpublished work, refunds, events) must be to be redone. */
   reconcileAfterMs: number;
+  /**
+   * How long after its deadline an open admission is taken as abandoned and its reservation
+   * released. Well above any delay between a creation's last deadline check and its store.
+   */
+  abandonAfterMs: number;
   /** How often the sweepers run; 0 disables the timer (tests run them by hand). */
   sweepIntervalMs: number;
   /** HMAC key of list cursors; must be the same on every replica. */
@@ -33,6 +33,7 @@ export interface JobContext {
   /** The same collection over a pooled connection: public reads only, never a read that decides a write. */
   jobReads: JobRepository;
   claims: IdempotencyRepository;
+  admissions: AdmissionRepository;
   messaging: JobMessaging;
   rpc: Rpc;
   store: ObjectStore;

@@ -4,6 +4,7 @@ import {
   type ConsumedUpload,
   creditCost,
   type JobInput,
+  LIMITS,
   type PublicJob,
   ServiceError,
   uploadEndpoints,
@@ -26,10 +27,23 @@ export interface CreateJobAnswer {
 
 /** How often a twin re-reads a claim whose job is not there yet. */
 const CLAIM_POLL_MS = 50;
+/** Time kept back from the budget after an inline run, to store and queue the job. */
+const STORE_RESERVE_MS = 2_000;
+/** An inline run with less time than this left is skipped: the job is queued at once. */
+const MIN_INLINE_MS = 1_000;
+/** Releasing an abandoned creation's reservation may take this long before it is left to the reconciler. */
+const RELEASE_TIMEOUT_MS = 3_000;
 
 /**
  * `createJob`: idempotency, upload consumption, credit reservation, then the inline path
- * (HTTP 200) or the queue (HTTP 202).
+ * (HTTP 200) or the queue (HTTP 202), within the request's deadline.
+ *
+ * Money is exact under any timing: before credits are reserved an admission record names the
+ * job id they are reserved under; the job is stored before the deadline or not at all; a
+ * creation that cannot finish releases its reservation (billing's refund also blocks a reserve
+ * request still on its way), and the reconciler releases what an abandoned or crashed creation
+ * left behind. A 503 therefore never leaves a charge, and an Idempotency-Key whose creation is
+ * still in doubt answers 409 IDEMPOTENCY_KEY_IN_USE until it is settled, never a second charge.
  *
  * Idempotency applies to queued jobs only (the spec: "inline jobs are not deduplicated").
  * Whether a job is inline is decided from the request, so the key of an inline-eligible request
@@ -48,20 +62,22 @@ export class JobCreation {
     private readonly settlement: Settlement,
   ) {}
 
-  async create(request: CreateJobRequest): Promise<CreateJobAnswer> {
+  async create(request: CreateJobRequest, deadline: number): Promise<CreateJobAnswer> {
     const route = routeOf(request);
     const key = request.idempotencyKey;
-    if (key === null || route === 'inline') return this.execute(request, route);
+    if (key === null || route === 'inline') return this.execute(request, route, deadline);
     const claimId = claimIdOf(request.accountId, key);
     if (route === 'by-input-size') {
       if ((await this.context.claims.find(claimId)) !== null) {
-        return this.replay(claimId, request, undefined);
+        return this.replay(claimId, request, undefined, deadline);
       }
-      const upload = await this.consume(request);
-      if (imageInputFitsInline(upload.size)) return this.execute(request, 'inline', upload);
-      return this.createClaimed(claimId, request, upload);
+      const upload = await this.consume(request, deadline);
+      if (imageInputFitsInline(upload.size)) {
+        return this.execute(request, 'inline', deadline, { upload });
+      }
+      return this.createClaimed(claimId, request, upload, deadline);
     }
-    return this.createClaimed(claimId, request, undefined);
+    return this.createClaimed(claimId, request, undefined, deadline);
   }
 
   /** Claims the key before any side effect; a taken key is a replay or a concurrent twin. */
@@ -69,6 +85,7 @@ export class JobCreation {
     claimId: string,
     request: CreateJobRequest,
     upload: ConsumedUpload | undefined,
+    deadline: number,
     reclaimsLeft = 3,
   ): Promise<CreateJobAnswer> {
     const claimed = await this.context.claims.claim({
@@ -77,16 +94,17 @@ export class JobCreation {
       requestHash: request.requestHash,
       createdAt: this.context.clock(),
     });
-    if (!claimed) return this.replay(claimId, request, upload, reclaimsLeft);
-    return this.runClaimed(claimId, request, upload);
+    if (!claimed) return this.replay(claimId, request, upload, deadline, reclaimsLeft);
+    return this.runClaimed(claimId, request, upload, deadline);
   }
 
   private async runClaimed(
     claimId: string,
     request: CreateJobRequest,
     upload: ConsumedUpload | undefined,
+    deadline: number,
   ): Promise<CreateJobAnswer> {
-    const running = this.executeClaimed(claimId, request, upload);
+    const running = this.executeClaimed(claimId, request, upload, deadline);
     this.inFlight.set(claimId, running);
     try {
       return await running;
@@ -99,14 +117,20 @@ export class JobCreation {
     claimId: string,
     request: CreateJobRequest,
     upload: ConsumedUpload | undefined,
+    deadline: number,
   ): Promise<CreateJobAnswer> {
     try {
-      return await this.execute(request, 'queued', upload);
+      return await this.execute(request, 'queued', deadline, { upload, claimId });
     } catch (error) {
-      // No job came of it (e.g. INSUFFICIENT_CREDITS, an upload error): free the key so the
-      // client can fix the cause and retry with the same key.
-      if ((await this.context.jobs.find(request.jobId)) === null) {
-        await this.context.claims.release(claimId, request.jobId);
+      // Nothing came of it (INSUFFICIENT_CREDITS, an upload error, a released reservation):
+      // free the key so the client can retry with it. A creation still in doubt (its admission
+      // open) keeps the key until the reconciler settles it.
+      const { jobs, admissions, claims } = this.context;
+      if (
+        (await jobs.find(request.jobId)) === null &&
+        (await admissions.find(request.jobId)) === null
+      ) {
+        await claims.release(claimId, request.jobId);
       }
       throw error;
     }
@@ -114,24 +138,27 @@ export class JobCreation {
 
   /**
    * The key is claimed already. Same request hash: answer with the claimed job once it exists
-   * (202, its current representation). A claim left without a job past `idempotencyStaleMs`
-   * means its claimant died in between; this request then finishes the creation under the
-   * claimed job id, which billing and JOBS both deduplicate on, so two takers still make one job.
+   * (202, its current representation). A claim left without a job and without an open
+   * admission past `idempotencyStaleMs` means its claimant died before reserving anything; this
+   * request then finishes the creation under the claimed job id, which billing and JOBS both
+   * deduplicate on, so two takers still make one job. Anything else still in progress elsewhere
+   * answers IDEMPOTENCY_KEY_IN_USE: retry later, never a second job.
    */
   private async replay(
     claimId: string,
     request: CreateJobRequest,
     upload: ConsumedUpload | undefined,
+    deadline: number,
     reclaimsLeft = 3,
   ): Promise<CreateJobAnswer> {
-    const { claims, clock, jobs, settings } = this.context;
-    const deadline = Date.now() + settings.idempotencyWaitMs;
+    const { admissions, claims, clock, jobs, settings } = this.context;
+    const waitUntil = Math.min(deadline, Date.now() + settings.idempotencyWaitMs);
     for (;;) {
       const claim = await claims.find(claimId);
       if (claim === null) {
         // Released by a claimant whose creation failed: this request may claim it now.
-        if (reclaimsLeft <= 0) throw busy();
-        return this.createClaimed(claimId, request, upload, reclaimsLeft - 1);
+        if (reclaimsLeft <= 0) throw inUse();
+        return this.createClaimed(claimId, request, upload, deadline, reclaimsLeft - 1);
       }
       if (claim.requestHash !== request.requestHash) {
         throw new ServiceError(
@@ -151,56 +178,67 @@ export class JobCreation {
         if (failure !== undefined) throw failure;
         continue;
       }
-      if (clock().getTime() - claim.createdAt.getTime() >= settings.idempotencyStaleMs) {
-        return this.runClaimed(claimId, { ...request, jobId: claim.jobId }, upload);
+      const stale = clock().getTime() - claim.createdAt.getTime() >= settings.idempotencyStaleMs;
+      if (stale && (await admissions.find(claim.jobId)) === null) {
+        return this.runClaimed(claimId, { ...request, jobId: claim.jobId }, upload, deadline);
       }
-      if (Date.now() >= deadline) throw busy();
+      if (Date.now() >= waitUntil) throw inUse();
       await sleep(CLAIM_POLL_MS);
     }
   }
 
-  private async consume(request: CreateJobRequest): Promise<ConsumedUpload> {
+  private async consume(request: CreateJobRequest, deadline: number): Promise<ConsumedUpload> {
     if (request.source.kind !== 'upload') throw new Error('only upload sources are consumed');
-    return this.context.rpc.call(uploadEndpoints.consumeUpload, {
-      accountId: request.accountId,
-      uploadId: request.source.uploadId,
-      pipeline: request.pipeline,
-      maxUploadBytes: request.maxUploadBytes,
-    });
+    return this.context.rpc.call(
+      uploadEndpoints.consumeUpload,
+      {
+        accountId: request.accountId,
+        uploadId: request.source.uploadId,
+        pipeline: request.pipeline,
+        maxUploadBytes: request.maxUploadBytes,
+      },
+      { deadline },
+    );
   }
 
   /** Consumes the upload if any, reserves credits, then runs inline or queues. */
   private async execute(
     request: CreateJobRequest,
     route: Route,
-    consumed?: ConsumedUpload,
+    deadline: number,
+    known: { upload?: ConsumedUpload | undefined; claimId?: string } = {},
   ): Promise<CreateJobAnswer> {
-    const { rpc, clock } = this.context;
     const upload =
-      request.source.kind === 'upload' ? (consumed ?? (await this.consume(request))) : undefined;
-    const input = inputOf(request, upload);
-    const inputBytes = inputBytesOf(input);
+      request.source.kind === 'upload'
+        ? (known.upload ?? (await this.consume(request, deadline)))
+        : undefined;
+    const job = this.newJob(request, upload);
     const inline =
-      route === 'inline' || (route === 'by-input-size' && imageInputFitsInline(inputBytes));
-    // INSUFFICIENT_CREDITS propagates from here, before anything is stored.
-    await rpc.call(
-      billingEndpoints.reserveCredits,
-      {
-        accountId: request.accountId,
-        jobId: request.jobId,
-        pipeline: request.pipeline,
-        credits: creditCost(request.pipeline, inputBytes),
-      },
-      { timeoutMs: this.context.settings.reserveTimeoutMs },
-    );
-    const now = clock();
-    const job: JobDocument = {
+      route === 'inline' ||
+      (route === 'by-input-size' && imageInputFitsInline(inputBytesOf(job.input)));
+    const claimId = known.claimId ?? null;
+    await this.reserve(job, claimId, deadline);
+    try {
+      if (inline) {
+        const answer = await this.runInline(job, deadline);
+        if (answer !== null) return answer;
+      }
+      return await this.enqueue(job, deadline);
+    } catch (error) {
+      await this.abandon(job, claimId);
+      throw error;
+    }
+  }
+
+  private newJob(request: CreateJobRequest, upload: ConsumedUpload | undefined): JobDocument {
+    const now = this.context.clock();
+    return {
       _id: request.jobId,
       accountId: request.accountId,
       pipeline: request.pipeline,
       status: 'created',
       operations: request.operations,
-      input,
+      input: inputOf(request, upload),
       filename: request.pipeline === 'text' ? null : (upload?.filename ?? null),
       webhookUrl: request.webhookUrl,
       inline: false,
@@ -217,15 +255,40 @@ export class JobCreation {
       eventPublished: false,
       refundPending: false,
     };
+  }
+
+  /**
+   * Opens the job's admission, then reserves its credits. INSUFFICIENT_CREDITS propagates with
+   * nothing reserved or stored; any other failure (billing slow or down, the deadline reached)
+   * releases what may have been reserved and answers UNAVAILABLE.
+   */
+  private async reserve(job: JobDocument, claimId: string | null, deadline: number): Promise<void> {
+    const { admissions, rpc, clock } = this.context;
+    await admissions.open({
+      _id: job._id,
+      accountId: job.accountId,
+      claimId,
+      createdAt: clock(),
+      deadline: new Date(deadline),
+    });
     try {
-      if (inline) {
-        const answer = await this.runInline(job);
-        if (answer !== null) return answer;
-      }
-      return await this.enqueue(job);
+      await rpc.call(
+        billingEndpoints.reserveCredits,
+        {
+          accountId: job.accountId,
+          jobId: job._id,
+          pipeline: job.pipeline,
+          credits: creditCost(job.pipeline, inputBytesOf(job.input)),
+        },
+        { deadline, timeoutMs: LIMITS.createJobBudgetMs },
+      );
     } catch (error) {
-      await this.refundOrphanedReservation(job);
-      throw error;
+      if (error instanceof ServiceError && error.code === 'INSUFFICIENT_CREDITS') {
+        await admissions.close(job._id);
+        throw error;
+      }
+      await this.abandon(job, claimId);
+      throw unavailable('Credits could not be reserved in time');
     }
   }
 
@@ -234,11 +297,16 @@ export class JobCreation {
    * retryable. Such a fallback is the queued path from the start (202, `created`, every queued
    * attempt still ahead), as the inline attempt never became one of the job's attempts.
    */
-  private async runInline(job: JobDocument): Promise<CreateJobAnswer | null> {
-    const { jobs, messaging, settings, clock, logger } = this.context;
+  private async runInline(job: JobDocument, deadline: number): Promise<CreateJobAnswer | null> {
+    const { messaging, settings, clock, logger } = this.context;
     const work = jobWorkOf(job);
     if (work.pipeline === 'audio') return null;
-    const reply = await messaging.requestInline(work, settings.inlineReplyTimeoutMs);
+    const timeoutMs = Math.min(
+      settings.inlineReplyTimeoutMs,
+      deadline - Date.now() - STORE_RESERVE_MS,
+    );
+    if (timeoutMs < MIN_INLINE_MS) return null;
+    const reply = await messaging.requestInline(work, timeoutMs);
     if (reply === null) return null;
     if (reply.status === 'failed' && reply.retryable) {
       logger.info(
@@ -277,11 +345,8 @@ export class JobCreation {
             refundPending: true,
           };
     // Inline jobs never enter the queue: stored straight in their terminal state.
-    if (!(await jobs.insert(finished))) {
-      const existing = await jobs.find(job._id);
-      if (existing === null) throw new Error(`job ${job._id} vanished`);
-      return { httpStatus: 200, job: await this.reads.represent(existing) };
-    }
+    const stored = await this.store(finished, deadline);
+    if (stored !== finished) return { httpStatus: 200, job: await this.reads.represent(stored) };
     await this.settlement.settle(finished);
     return { httpStatus: 200, job: await this.reads.represent(finished) };
   }
@@ -291,14 +356,11 @@ export class JobCreation {
    * not an error for the client: the job is stored, and the reconciler republishes `created`
    * jobs whose publish was never confirmed (JOBS deduplicates a repeat).
    */
-  private async enqueue(job: JobDocument): Promise<CreateJobAnswer> {
+  private async enqueue(job: JobDocument, deadline: number): Promise<CreateJobAnswer> {
     const { jobs, messaging, logger } = this.context;
-    if (!(await jobs.insert(job))) {
-      // Another taker of an orphaned claim created it first.
-      const existing = await jobs.find(job._id);
-      if (existing === null) throw new Error(`job ${job._id} vanished`);
-      return { httpStatus: 202, job: await this.reads.represent(existing) };
-    }
+    const stored = await this.store(job, deadline);
+    // Another taker of an orphaned claim created it first.
+    if (stored !== job) return { httpStatus: 202, job: await this.reads.represent(stored) };
     try {
       await messaging.publishWork(jobWorkOf(job));
       await jobs.markDone(job._id, { workPublished: true });
@@ -308,14 +370,40 @@ export class JobCreation {
     return { httpStatus: 202, job: publicJobOf(job) };
   }
 
-  /** Credits were reserved but the job could not be stored: give them back (best effort). */
-  private async refundOrphanedReservation(job: JobDocument): Promise<void> {
-    const { jobs, rpc, logger } = this.context;
+  /**
+   * Stores the job, once and only before the deadline (the reconciler releases admissions
+   * only well after theirs), then closes its admission. Returns the stored job: `job` itself,
+   * or the one a concurrent taker stored first.
+   */
+  private async store(job: JobDocument, deadline: number): Promise<JobDocument> {
+    const { jobs, admissions, logger } = this.context;
+    if (Date.now() >= deadline) throw unavailable('The request ran out of time');
+    const stored = (await jobs.insert(job)) ? job : await jobs.find(job._id);
+    if (stored === null) throw new Error(`job ${job._id} vanished`);
+    await admissions.close(job._id).catch((error: unknown) => {
+      logger.warn({ err: error, jobId: job._id }, 'admission left open; the reconciler closes it');
+    });
+    return stored;
+  }
+
+  /**
+   * A creation that will not store its job gives its reservation back (billing's refund also
+   * turns away a reservation still on its way), closes the admission and frees the key. If
+   * billing cannot be reached, the admission stays open and the reconciler finishes this.
+   */
+  private async abandon(job: JobDocument, claimId: string | null): Promise<void> {
+    const { jobs, admissions, claims, rpc, logger } = this.context;
     try {
       if ((await jobs.find(job._id)) !== null) return;
-      await rpc.call(billingEndpoints.refundCredits, { accountId: job.accountId, jobId: job._id });
+      await rpc.call(
+        billingEndpoints.refundCredits,
+        { accountId: job.accountId, jobId: job._id },
+        { timeoutMs: RELEASE_TIMEOUT_MS },
+      );
+      await admissions.close(job._id);
+      if (claimId !== null) await claims.release(claimId, job._id);
     } catch (error) {
-      logger.error({ err: error, jobId: job._id }, 'reservation of an uncreated job not refunded');
+      logger.warn({ err: error, jobId: job._id }, 'abandoned creation left to the reconciler');
     }
   }
 }
@@ -340,9 +428,16 @@ function inputOf(request: CreateJobRequest, upload: ConsumedUpload | undefined):
   }
 }
 
-function busy(): ServiceError {
+function inUse(): ServiceError {
+  return new ServiceError(
+    'IDEMPOTENCY_KEY_IN_USE',
+    'A request with this Idempotency-Key is still being processed; retry shortly with the same key',
+  );
+}
+
+function unavailable(reason: string): ServiceError {
   return new ServiceError(
     'UNAVAILABLE',
-    'A request with this Idempotency-Key is still being processed; retry shortly',
+    `${reason}; nothing was created or charged, retry shortly`,
   );
 }

@@ -1,5 +1,6 @@
 import type { Db, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
-import { jobEndpoints, type Topology } from '@tamp/proto';
+import { jobEndpoints, LIMITS, type Topology } from '@tamp/proto';
+import { AdmissionRepository } from './adapters/admission-repository';
 import { IdempotencyRepository } from './adapters/idempotency-repository';
 import { JobRepository } from './adapters/job-repository';
 import { JobMessaging } from './adapters/messaging';
@@ -41,6 +42,7 @@ export async function startJobService(
     jobs: new JobRepository(db),
     jobReads: new JobRepository(dependencies.readDb ?? db),
     claims: new IdempotencyRepository(db),
+    admissions: new AdmissionRepository(db),
     messaging: new JobMessaging(nats, topology, logger),
     rpc,
     store,
@@ -55,7 +57,9 @@ export async function startJobService(
   const sweeper = new Sweeper(context, settlement);
 
   const subscriptions = [
-    rpc.serve(jobEndpoints.createJob, (request) => creation.create(request)),
+    rpc.serve(jobEndpoints.createJob, (request, { deadline }) =>
+      creation.create(request, deadline ?? Date.now() + LIMITS.createJobBudgetMs),
+    ),
     rpc.serve(jobEndpoints.getJob, ({ accountId, jobId }) => reads.getJob(accountId, jobId)),
     rpc.serve(jobEndpoints.listJobs, (request) => reads.listJobs(request)),
     rpc.serve(jobEndpoints.beginAttempt, ({ jobId, attempt, worker }) =>

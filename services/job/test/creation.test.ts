@@ -1,7 +1,11 @@
 import type { Subscription } from '@nats-io/nats-core';
-import { creditCost, KB, MB, newId } from '@tamp/proto';
+import { billingEndpoints, creditCost, KB, MB, newId } from '@tamp/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_COLLECTION, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import {
+  ADMISSIONS_COLLECTION,
+  IDEMPOTENCY_COLLECTION,
+  JOBS_COLLECTION,
+} from '../src/adapters/job-repository';
 import {
   audioRequest,
   errorOf,
@@ -196,6 +200,92 @@ describe('idempotency', () => {
     expect(first.httpStatus).toBe(200);
     expect(second.httpStatus).toBe(200);
     expect(first.job.id).not.toBe(second.job.id);
+  });
+});
+
+describe('money under any timing', () => {
+  const minutesFromNow = (minutes: number) => new Date(Date.now() + minutes * 60_000);
+  const admissions = () => harness.db.collection(ADMISSIONS_COLLECTION);
+
+  it('answers 503 when the reservation is late, gives it back, and frees the key', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'slow' });
+    harness.reserveDelayMs = 3_000;
+    try {
+      const error = await errorOf(harness.createJob(request, { deadline: Date.now() + 1_500 }));
+      expect(error.code).toBe('UNAVAILABLE');
+    } finally {
+      harness.reserveDelayMs = 0;
+    }
+    // Billing applied the reservation after the creation gave up; the release undoes it.
+    await expect.poll(() => harness.credits.get(accountId), { timeout: 10_000 }).toBe(10);
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+    expect(await admissions().countDocuments({ accountId })).toBe(0);
+
+    const retried = await harness.createJob({ ...request, jobId: newId('job') });
+    expect(retried.httpStatus).toBe(202);
+    expect(harness.credits.get(accountId)).toBe(9);
+  });
+
+  it('answers IDEMPOTENCY_KEY_IN_USE while a creation is in doubt, until the reconciler settles it', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'doubt' });
+    harness.billingDown = true;
+    try {
+      const error = await errorOf(harness.createJob(request, { deadline: Date.now() + 1_000 }));
+      expect(error.code).toBe('UNAVAILABLE');
+      // Billing cannot confirm the release either: the admission stays open, and a retry with
+      // the key (once the first request has given up on the release too) is told to wait.
+      const twin = () => errorOf(harness.createJob({ ...request, jobId: newId('job') }));
+      await expect
+        .poll(async () => (await twin()).code, { timeout: 20_000 })
+        .toBe('IDEMPOTENCY_KEY_IN_USE');
+      expect((await twin()).httpStatus).toBe(409);
+      expect(await admissions().countDocuments({ accountId })).toBe(1);
+    } finally {
+      harness.billingDown = false;
+    }
+    const report = await harness.service.sweep(minutesFromNow(10));
+    expect(report.admissionsClosed).toBeGreaterThanOrEqual(1);
+    expect(await admissions().countDocuments({ accountId })).toBe(0);
+    expect(harness.refundCalls.some((call) => call.jobId === request.jobId)).toBe(true);
+
+    const retried = await harness.createJob({ ...request, jobId: newId('job') });
+    expect(retried.httpStatus).toBe(202);
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(1);
+    expect(harness.credits.get(accountId)).toBe(9);
+  });
+
+  it('releases the reservation of a creation that died after reserving', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    const jobId = newId('job');
+    // What a creation leaves when its process dies between the reservation and the job.
+    await admissions().insertOne({
+      _id: jobId as never,
+      accountId,
+      claimId: null,
+      createdAt: new Date(),
+      deadline: new Date(),
+    });
+    await harness.rpc.call(billingEndpoints.reserveCredits, {
+      accountId,
+      jobId,
+      pipeline: 'audio',
+      credits: 3,
+    });
+    expect(harness.credits.get(accountId)).toBe(7);
+    // Not before the deadline is long past: the creation might still store its job.
+    await harness.service.sweep(new Date());
+    expect(await admissions().countDocuments({ _id: jobId as never })).toBe(1);
+    expect(harness.credits.get(accountId)).toBe(7);
+    await harness.service.sweep(minutesFromNow(10));
+    expect(await admissions().countDocuments({ _id: jobId as never })).toBe(0);
+    expect(harness.credits.get(accountId)).toBe(10);
   });
 });
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import type { Msg, Subscription } from '@nats-io/nats-core';
 import {
@@ -57,6 +58,13 @@ export class JobHarness {
   readonly reserveCalls: EndpointRequest<typeof billingEndpoints.reserveCredits>[] = [];
   readonly refundCalls: EndpointRequest<typeof billingEndpoints.refundCredits>[] = [];
   private readonly reserved = new Map<string, number>();
+  /** Jobs refunded before a reservation: billing turns their late reservation away. */
+  private readonly released = new Set<string>();
+  private readonly refunded = new Set<string>();
+  /** How long the billing double takes to answer a reservation (applied before answering). */
+  reserveDelayMs = 0;
+  /** While true the billing double answers nothing (billing down). */
+  billingDown = false;
   /** Upload double: consumable uploads by id. */
   readonly uploads = new Map<string, ConsumedUpload & { accountId: string }>();
 
@@ -99,7 +107,11 @@ export class JobHarness {
   private servePeers(): void {
     const peers = new Rpc(this.peerNats, this.topology, this.logger);
     peers.serve(billingEndpoints.reserveCredits, async (request) => {
+      if (this.billingDown) return new Promise(() => {});
       this.reserveCalls.push(request);
+      if (this.released.has(request.jobId)) {
+        throw new ServiceError('UNAVAILABLE', 'The reservation was released');
+      }
       const already = this.reserved.get(request.jobId);
       if (already !== undefined) return { reserved: already, replayed: true };
       const balance = this.credits.get(request.accountId) ?? 1_000_000;
@@ -108,11 +120,26 @@ export class JobHarness {
       }
       this.credits.set(request.accountId, balance - request.credits);
       this.reserved.set(request.jobId, request.credits);
+      // Applied, but the answer is late: the caller may have given up meanwhile.
+      if (this.reserveDelayMs > 0) await sleep(this.reserveDelayMs);
       return { reserved: request.credits, replayed: false };
     });
+    // Like billing's: gives a reservation back once, and turns away one that comes later.
     peers.serve(billingEndpoints.refundCredits, async (request) => {
+      if (this.billingDown) return new Promise(() => {});
       this.refundCalls.push(request);
-      return { refunded: this.reserved.get(request.jobId) ?? 0, replayed: false };
+      const reserved = this.reserved.get(request.jobId);
+      if (reserved === undefined) {
+        this.released.add(request.jobId);
+        return { refunded: 0, replayed: false };
+      }
+      const replayed = this.refunded.has(request.jobId);
+      if (!replayed) {
+        this.refunded.add(request.jobId);
+        const balance = this.credits.get(request.accountId) ?? 1_000_000;
+        this.credits.set(request.accountId, balance + reserved);
+      }
+      return { refunded: reserved, replayed };
     });
     peers.serve(uploadEndpoints.consumeUpload, async (request) => {
       const upload = this.uploads.get(request.uploadId);
@@ -155,8 +182,8 @@ export class JobHarness {
     return uploadId;
   }
 
-  createJob(request: CreateJobInput) {
-    return this.rpc.call(jobEndpoints.createJob, request, { timeoutMs: 20_000 });
+  createJob(request: CreateJobInput, options: { deadline?: number } = {}) {
+    return this.rpc.call(jobEndpoints.createJob, request, { timeoutMs: 20_000, ...options });
   }
 
   /** Every message stored in a stream (read by sequence, so it works on work-queue streams). */

@@ -25,6 +25,26 @@ export type EndpointResponse<Endpoint extends AnyEndpoint> = z.output<Endpoint['
 export const DEFAULT_RPC_TIMEOUT_MS = 5_000;
 
 /**
+ * The header carrying a request's deadline (Unix milliseconds) from service to service: one
+ * budget per public request, set by the gateway, so every call made on its behalf stops in
+ * time for the gateway to answer before the client gives up.
+ */
+export const DEADLINE_HEADER = 'Tamp-Deadline';
+
+export interface CallOptions {
+  /** Upper bound of this call's wait; default DEFAULT_RPC_TIMEOUT_MS. */
+  timeoutMs?: number;
+  /** The request's deadline: the wait is shortened to it, and the callee is told. */
+  deadline?: number;
+}
+
+/** What a handler learns about the call besides its body. */
+export interface CallMeta {
+  /** The caller's deadline, when it sent one. */
+  deadline: number | undefined;
+}
+
+/**
  * Typed request/reply over core NATS for the contracts in `proto/src/services.ts`. Both ends
  * validate with the endpoint's schemas; a ServiceError thrown by a handler reaches the caller
  * as the same ServiceError; a missing or silent service is UNAVAILABLE, never a hang.
@@ -43,19 +63,24 @@ export class Rpc {
   async call<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
     request: EndpointRequest<Endpoint>,
-    options: { timeoutMs?: number } = {},
+    options: CallOptions = {},
   ): Promise<EndpointResponse<Endpoint>> {
     const headers = natsHeaders();
     injectTraceContext(headers);
+    let timeout = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
+    if (options.deadline !== undefined) {
+      timeout = Math.min(timeout, options.deadline - Date.now());
+      headers.set(DEADLINE_HEADER, String(options.deadline));
+    }
+    if (timeout <= 0) {
+      throw new ServiceError('UNAVAILABLE', 'The request ran out of time; retry shortly');
+    }
     let reply: Msg;
     try {
       reply = await this.nats.request(
         this.subject(endpoint),
         JSON.stringify(endpoint.request.parse(request)),
-        {
-          timeout: options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
-          headers,
-        },
+        { timeout, headers },
       );
     } catch (error) {
       this.logger.warn({ err: error, endpoint: this.subject(endpoint) }, 'service call failed');
@@ -75,7 +100,10 @@ export class Rpc {
   /** Serves an endpoint in the service's queue group; each request is handled concurrently. */
   serve<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
-    handler: (request: z.output<Endpoint['request']>) => Promise<z.input<Endpoint['response']>>,
+    handler: (
+      request: z.output<Endpoint['request']>,
+      meta: CallMeta,
+    ) => Promise<z.input<Endpoint['response']>>,
   ): Subscription {
     return this.nats.subscribe(this.subject(endpoint), {
       queue: endpoint.service,
@@ -91,7 +119,10 @@ export class Rpc {
 
   private async handle<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
-    handler: (request: z.output<Endpoint['request']>) => Promise<z.input<Endpoint['response']>>,
+    handler: (
+      request: z.output<Endpoint['request']>,
+      meta: CallMeta,
+    ) => Promise<z.input<Endpoint['response']>>,
     message: Msg,
   ): Promise<void> {
     const respond = (body: z.infer<typeof replyEnvelope>) => {
@@ -119,9 +150,15 @@ export class Rpc {
       });
       return;
     }
+    const deadline = deadlineOf(message);
+    if (deadline !== undefined && deadline <= Date.now()) {
+      // The caller has stopped waiting: doing the work now would only have side effects.
+      respond({ ok: false, error: { code: 'UNAVAILABLE', message: 'The request ran out of time' } });
+      return;
+    }
     try {
       const result = await otelContext.with(extractTraceContext(message.headers), () =>
-        handler(parsed.data as z.output<Endpoint['request']>),
+        handler(parsed.data as z.output<Endpoint['request']>, { deadline }),
       );
       respond({ ok: true, data: endpoint.response.parse(result) });
     } catch (error) {
@@ -136,4 +173,9 @@ export class Rpc {
       respond({ ok: false, error: { code: 'INTERNAL', message: 'Internal error' } });
     }
   }
+}
+
+function deadlineOf(message: Msg): number | undefined {
+  const value = Number(message.headers?.get(DEADLINE_HEADER));
+  return Number.isFinite(value) && value > 0 ? value : undefined;
 }

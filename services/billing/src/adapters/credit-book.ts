@@ -15,6 +15,9 @@ import {
   type LedgerKind,
 } from './documents';
 
+/** Where an account remembers reservations released before they were applied (see refund). */
+const RELEASED_FIELD = 'releasedReservations';
+
 /** Guarded updates lose races by design; this bounds the retries of one posting. */
 const MAX_ATTEMPTS = 200;
 
@@ -105,28 +108,37 @@ export class CreditBook {
   }
 
   /**
-   * Gives back what the job's reservation took, to the same buckets, exactly once. A job with
-   * no applied reservation refunds nothing.
+   * Gives back what the job's reservation took, to the same buckets, exactly once, and makes
+   * sure a reservation that has not been applied yet never will be: a creation abandoned while
+   * its reserve request was still on its way (a time-out) is released by this call, and that
+   * late request then finds the reservation released and moves nothing. So a reservation can
+   * never outlive its job, whatever order the two requests arrive in.
    */
   async refund(request: {
     accountId: string;
     jobId: string;
   }): Promise<{ refunded: number; replayed: boolean }> {
     if (!isId('job', request.jobId)) return { refunded: 0, replayed: false };
-    const reservation = await this.settledReservation(request.accountId, request.jobId);
-    if (reservation === null) return { refunded: 0, replayed: false };
+    let reservation = await this.settledReservation(request.accountId, request.jobId);
+    if (reservation === null) {
+      await this.blockReservation(request.accountId, request.jobId);
+      // Applied in between (its marker stopped the block): refund it like any other.
+      reservation = await this.settledReservation(request.accountId, request.jobId);
+      if (reservation === null) return { refunded: 0, replayed: false };
+    }
+    const applied = reservation;
     const outcome = await this.post({
       accountId: request.accountId,
       entryId: `refund:${request.jobId}`,
       kind: 'refund',
       jobId: request.jobId,
-      credits: -((reservation.allowance ?? 0) + (reservation.granted ?? 0)),
+      credits: -((applied.allowance ?? 0) + (applied.granted ?? 0)),
       movementFor: (account) =>
         refundMovement(
           {
-            allowance: reservation.allowance ?? 0,
-            granted: reservation.granted ?? 0,
-            periodStart: reservation.periodStart ?? account.periodStart,
+            allowance: applied.allowance ?? 0,
+            granted: applied.granted ?? 0,
+            periodStart: applied.periodStart ?? account.periodStart,
           },
           account.periodStart,
         ).movement,
@@ -135,6 +147,21 @@ export class CreditBook {
       refunded: outcome.movement.allowance + outcome.movement.granted,
       replayed: outcome.replayed,
     };
+  }
+
+  /**
+   * Marks the job's reservation released on the account, unless it is applied already (its
+   * marker present). Every reservation's update is guarded by this mark's absence, and both
+   * are single-document updates of the account: one of the two wins, never both.
+   */
+  private async blockReservation(accountId: string, jobId: string): Promise<void> {
+    await this.accounts().updateOne(
+      { _id: accountId, [`postings.${markerKey(`reserve:${jobId}`)}`]: { $exists: false } },
+      {
+        $set: { [`${RELEASED_FIELD}.${jobId}`]: this.now() },
+        $inc: { version: 1 },
+      } as UpdateFilter<AccountDocument>,
+    );
   }
 
   /** Operator-granted credits, which never expire. Returns the granted balance after. */
@@ -189,6 +216,12 @@ export class CreditBook {
           };
         }
       }
+      if (request.kind === 'reserve' && account[RELEASED_FIELD]?.[request.jobId!] !== undefined) {
+        throw new ServiceError(
+          'UNAVAILABLE',
+          `The reservation of ${request.jobId} was released: its creation was abandoned`,
+        );
+      }
       const movement = request.movementFor(account);
       if (movement === null) {
         throw new ServiceError('INSUFFICIENT_CREDITS', 'Not enough credits for this job', {
@@ -204,6 +237,9 @@ export class CreditBook {
       if (movement.allowance < 0) filter.allowanceRemaining = { $gte: -movement.allowance };
       if (movement.granted < 0) filter.grantedRemaining = { $gte: -movement.granted };
       if (!owner) filter.version = account.version;
+      if (request.kind === 'reserve') {
+        filter[`${RELEASED_FIELD}.${request.jobId}`] = { $exists: false };
+      }
       const update = {
         $inc: {
           allowanceRemaining: movement.allowance,

@@ -36,6 +36,11 @@ export interface AccountDocument {
   version: number;
   /** Keyed by `<kind>_<id>`, see CreditBook. */
   postings: Record<string, PostingMarker>;
+  /**
+   * Jobs whose reservation was released before it was applied (an abandoned creation), keyed by
+   * job id: a reservation for one of them is refused. Absent until the first release.
+   */
+  releasedReservations?: Record<string, Date>;
 }
 
 export interface ApiKeyDocument {

@@ -15,8 +15,14 @@ export function requestIdFor(request: {
     : randomUUID();
 }
 
-/** Seconds a client should wait before retrying when a dependency is down. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+/**
+ * Seconds a client should wait before retrying: a dependency down or the system saturated, or a
+ * creation with the same Idempotency-Key still being settled.
+ */
+const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, number>> = {
+  UNAVAILABLE: 5,
+  IDEMPOTENCY_KEY_IN_USE: 2,
+};
 
 export function sendError(
   reply: FastifyReply,
@@ -25,8 +31,9 @@ export function sendError(
   details?: unknown,
 ): FastifyReply {
   const error = new ServiceError(code, message, details);
-  if (code === 'UNAVAILABLE' && !reply.hasHeader('retry-after')) {
-    reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  const retryAfter = RETRY_AFTER_SECONDS[code];
+  if (retryAfter !== undefined && !reply.hasHeader('retry-after')) {
+    reply.header('retry-after', String(retryAfter));
   }
   return reply.status(error.httpStatus).send({ success: false, error: error.toJSON() });
 }

@@ -6,6 +6,8 @@ export interface RouteDependencies {
   rpc: Rpc;
   objectStore: ObjectStore;
   waiters: JobWaiters;
-  /** createJob may run an inline job (up to 10 s) before answering. */
-  createJobTimeoutMs: number;
+  /** The whole budget of one creation (see CREATE_JOB_BUDGET_MS). */
+  createJobBudgetMs: number;
+  /** Creations forwarded at once before new ones are shed (see MAX_CONCURRENT_CREATIONS). */
+  maxConcurrentCreations: number;
 }

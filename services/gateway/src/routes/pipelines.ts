@@ -1,33 +1,17 @@
 import {
   describeOperations,
   describePresets,
-  jobEndpoints,
-  newId,
   PIPELINE_DEFINITIONS,
   PIPELINES,
   type Pipeline,
   publicJob,
   ServiceError,
-  storageKeys,
   successEnvelope,
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  audioCreateJob,
-  type CreateJobContext,
-  type CreateJobRequest,
-  imageCreateJob,
-  textCreateJob,
-} from '../domain/create-job';
-import { planInlineText } from '../domain/inline-text';
-import {
-  type AudioJobBody,
-  type ImageJobBody,
-  idempotencyHeaders,
-  JOB_BODIES,
-  type TextJobBody,
-} from '../domain/job-requests';
+import { type JobSubmission, submitJob } from '../app/job-submission';
+import { idempotencyHeaders, JOB_BODIES } from '../domain/job-requests';
 import type { RouteDependencies } from './dependencies';
 import { errorResponses } from './errors';
 
@@ -73,6 +57,12 @@ const operationsResponse = z.object({
 });
 
 export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
+  let creationsInFlight = 0;
+  const submissionDeps = {
+    rpc: deps.rpc,
+    objectStore: deps.objectStore,
+    budgetMs: deps.createJobBudgetMs,
+  };
   for (const pipeline of PIPELINES) {
     const definition = PIPELINE_DEFINITIONS[pipeline];
     const presets = describePresets(definition);
@@ -119,38 +109,25 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
         },
       },
       async (request, reply) => {
-        const context: CreateJobContext = {
-          jobId: newId('job'),
-          account: request.account,
-          idempotencyKey: request.headers['idempotency-key'],
-        };
-        let createRequest: CreateJobRequest;
-        if (pipeline === 'audio') {
-          createRequest = audioCreateJob(request.body as AudioJobBody, context);
-        } else if (pipeline === 'image') {
-          createRequest = imageCreateJob(request.body as ImageJobBody, context);
-        } else {
-          const body = request.body as TextJobBody;
-          let inline: Parameters<typeof textCreateJob>[2];
-          if (body.text !== undefined) {
-            const plan = planInlineText(body.text);
-            const storedKey = storageKeys.input(request.account.accountId, context.jobId);
-            if (plan.kind === 'stored-text') {
-              await deps.objectStore
-                .putBuffer(storedKey, plan.bytes, 'text/plain; charset=utf-8')
-                .catch((error: unknown) => {
-                  request.log.warn({ err: error }, 'storing large text failed');
-                  throw new ServiceError('UNAVAILABLE', 'Storage is unavailable; retry shortly');
-                });
-            }
-            inline = { plan, storedKey };
-          }
-          createRequest = textCreateJob(body, context, inline);
+        if (creationsInFlight >= deps.maxConcurrentCreations) {
+          // Shed at once: queued behind this many, the request would miss its budget anyway.
+          reply.header('retry-after', '1');
+          throw new ServiceError('UNAVAILABLE', 'Too many job creations at once; retry shortly');
         }
-        const created = await deps.rpc.call(jobEndpoints.createJob, createRequest, {
-          timeoutMs: deps.createJobTimeoutMs,
-        });
-        return reply.status(created.httpStatus).send({ success: true as const, data: created.job });
+        creationsInFlight++;
+        try {
+          // This route's schema is JOB_BODIES[pipeline]: the body is that pipeline's.
+          const submission = { pipeline, body: request.body } as JobSubmission;
+          const created = await submitJob(submissionDeps, submission, {
+            account: request.account,
+            idempotencyKey: request.headers['idempotency-key'],
+          });
+          return reply
+            .status(created.httpStatus)
+            .send({ success: true as const, data: created.job });
+        } finally {
+          creationsInFlight--;
+        }
       },
     );
   }

@@ -5,8 +5,9 @@ import type { JobDocument } from '../domain/job';
 
 export const JOBS_COLLECTION = 'jobs';
 export const IDEMPOTENCY_COLLECTION = 'idempotency';
+export const ADMISSIONS_COLLECTION = 'admissions';
 
-/** Indexes of the two collections this service owns; plain ones only (FerretDB rules). */
+/** Indexes of the collections this service owns; plain ones only (FerretDB rules). */
 export const JOB_INDEXES: readonly IndexSpecification[] = [
   // Lists: one account's jobs, newest first (ULID ids sort by creation time).
   { collection: JOBS_COLLECTION, name: 'account_id', keys: { accountId: 1, _id: -1 } },
@@ -15,6 +16,7 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   // Retention sweeper.
   { collection: JOBS_COLLECTION, name: 'status_completed', keys: { status: 1, completedAt: 1 } },
   { collection: IDEMPOTENCY_COLLECTION, name: 'created_at', keys: { createdAt: 1 } },
+  { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
 
 export function isDuplicateKey(error: unknown): boolean {

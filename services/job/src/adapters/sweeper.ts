@@ -1,4 +1,4 @@
-import { LIMITS } from '@tamp/proto';
+import { billingEndpoints, LIMITS } from '@tamp/proto';
 import type { JobContext } from '../context';
 import { jobWorkOf } from '../domain/events';
 import type { Settlement } from '../settlement';
@@ -8,6 +8,8 @@ export interface SweepReport {
   expiredKeys: number;
   republished: number;
   settled: number;
+  /** Abandoned creations whose reservation was released (or whose job turned out stored). */
+  admissionsClosed: number;
 }
 
 const BATCH = 100;
@@ -58,7 +60,13 @@ export class Sweeper {
   }
 
   private async sweepOnce(now: Date): Promise<SweepReport> {
-    const report: SweepReport = { expiredResults: 0, expiredKeys: 0, republished: 0, settled: 0 };
+    const report: SweepReport = {
+      expiredResults: 0,
+      expiredKeys: 0,
+      republished: 0,
+      settled: 0,
+      admissionsClosed: 0,
+    };
     report.expiredResults = await this.expireResults(now);
     report.expiredKeys = await this.context.claims.deleteOlderThan(
       new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs),
@@ -66,7 +74,41 @@ export class Sweeper {
     const staleBefore = new Date(now.getTime() - this.context.settings.reconcileAfterMs);
     report.republished = await this.republish(staleBefore);
     report.settled = await this.settle(staleBefore);
+    report.admissionsClosed = await this.closeAbandonedAdmissions(
+      new Date(now.getTime() - this.context.settings.abandonAfterMs),
+    );
     return report;
+  }
+
+  /**
+   * Creations that neither stored their job nor released their reservation (a crash, billing
+   * unreachable at the time): long past their deadline nothing can store the job any more, so
+   * the reservation is released (billing also turns away one still on its way) and the key
+   * freed. One whose job is stored only lost its clean-up.
+   */
+  private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
+    const { admissions, claims, jobs, rpc, logger } = this.context;
+    let closed = 0;
+    for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
+      try {
+        if ((await jobs.find(admission._id)) === null) {
+          await rpc.call(billingEndpoints.refundCredits, {
+            accountId: admission.accountId,
+            jobId: admission._id,
+          });
+          if (admission.claimId !== null) await claims.release(admission.claimId, admission._id);
+          logger.warn(
+            { jobId: admission._id },
+            'released the reservation of an abandoned creation',
+          );
+        }
+        await admissions.close(admission._id);
+        closed++;
+      } catch (error) {
+        logger.warn({ err: error, jobId: admission._id }, 'abandoned creation not released yet');
+      }
+    }
+    return closed;
   }
 
   private async expireResults(now: Date): Promise<number> {

@@ -1,0 +1,52 @@
+import type { Collection, Db } from 'mongodb';
+import { ADMISSIONS_COLLECTION, isDuplicateKey } from './job-repository';
+
+/**
+ * A job creation between its first side effect and the job's own document: written before
+ * credits are reserved, removed once the job is stored (or its reservation released). One that
+ * outlives its creation's deadline names a reservation that may have no job; the reconciler
+ * releases it. So no reservation is ever without a job or one of these.
+ */
+export interface AdmissionDocument {
+  /** The job id the credits are reserved under. */
+  _id: string;
+  accountId: string;
+  /** The Idempotency-Key claim to free when the creation is abandoned. */
+  claimId: string | null;
+  createdAt: Date;
+  /** The creation stores its job before this or not at all. */
+  deadline: Date;
+}
+
+export class AdmissionRepository {
+  private readonly admissions: Collection<AdmissionDocument>;
+
+  constructor(db: Db) {
+    this.admissions = db.collection<AdmissionDocument>(ADMISSIONS_COLLECTION);
+  }
+
+  /** Idempotent: a taker of an orphaned claim reopens the admission of the same job id. */
+  async open(admission: AdmissionDocument): Promise<void> {
+    try {
+      await this.admissions.insertOne(admission);
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+  }
+
+  async find(jobId: string): Promise<AdmissionDocument | null> {
+    return this.admissions.findOne({ _id: jobId });
+  }
+
+  async close(jobId: string): Promise<void> {
+    await this.admissions.deleteOne({ _id: jobId });
+  }
+
+  /** Admissions whose creation has certainly given up: past their deadline by `before`. */
+  async overdue(before: Date, limit: number): Promise<AdmissionDocument[]> {
+    return this.admissions
+      .find({ deadline: { $lt: before } })
+      .limit(limit)
+      .toArray();
+  }
+}
