@@ -377,6 +377,11 @@ export const inlineWorkReply = z.discriminatedUnion('status', [
      */
     retryable: z.boolean().default(false),
   }),
+  /**
+   * Not run: the worker is saturated (every slot busy and as many waiting, or the machine's
+   * CPU or memory taken). The job service queues the job at once instead of waiting.
+   */
+  z.object({ status: z.literal('declined'), reason: z.string() }),
 ]);
 export type InlineWorkReply = z.infer<typeof inlineWorkReply>;
 

@@ -153,7 +153,10 @@ export class Rpc {
     const deadline = deadlineOf(message);
     if (deadline !== undefined && deadline <= Date.now()) {
       // The caller has stopped waiting: doing the work now would only have side effects.
-      respond({ ok: false, error: { code: 'UNAVAILABLE', message: 'The request ran out of time' } });
+      respond({
+        ok: false,
+        error: { code: 'UNAVAILABLE', message: 'The request ran out of time' },
+      });
       return;
     }
     try {

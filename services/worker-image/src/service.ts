@@ -31,7 +31,13 @@ export function startImageWorker(deps: ImageWorkerDependencies) {
     limitInputPixels: config.IMAGE_MAX_PIXELS,
     memory,
   });
-  return startPipelineWorker({ ...deps, pipeline: 'image', processJob });
+  return startPipelineWorker({
+    ...deps,
+    pipeline: 'image',
+    processJob,
+    // A job already waiting for room in the budget: another one would only queue behind it.
+    resourceGate: { blockedBy: () => (memory.waitingCount > 0 ? 'budget' : null) },
+  });
 }
 
 function registerMemoryMetrics(registry: Registry, memory: MemoryBudget): void {

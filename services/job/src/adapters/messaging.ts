@@ -1,5 +1,6 @@
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
-import type { Logger, NatsConnection } from '@tamp/kit';
+import { headers as natsHeaders } from '@nats-io/nats-core';
+import { DEADLINE_HEADER, type Logger, type NatsConnection } from '@tamp/kit';
 import {
   type InlineWorkReply,
   inlineWorkReply,
@@ -66,14 +67,17 @@ export class JobMessaging {
   async requestInline(
     work: JobWorkMessage & { pipeline: 'image' | 'text' },
     timeoutMs: number,
-  ): Promise<InlineWorkReply | null> {
+  ): Promise<Exclude<InlineWorkReply, { status: 'declined' }> | null> {
     const body = jobWorkMessage.parse(work);
     let payload: unknown;
     try {
+      // The worker drops the request if it could not start before this: nobody waits then.
+      const headers = natsHeaders();
+      headers.set(DEADLINE_HEADER, String(Date.now() + timeoutMs));
       const reply = await this.nats.request(
         this.topology.subjects.inline[work.pipeline],
         JSON.stringify(body),
-        { timeout: timeoutMs },
+        { timeout: timeoutMs, headers },
       );
       payload = reply.json();
     } catch (error) {
@@ -93,6 +97,13 @@ export class JobMessaging {
       this.logger.error(
         { jobId: work.jobId, issues: parsed.error.issues },
         'inline worker reply is invalid; queueing the job',
+      );
+      return null;
+    }
+    if (parsed.data.status === 'declined') {
+      this.logger.info(
+        { jobId: work.jobId, pipeline: work.pipeline, reason: parsed.data.reason },
+        'inline worker declined (saturated); queueing the job',
       );
       return null;
     }

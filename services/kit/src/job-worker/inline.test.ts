@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import { connectNats, type NatsConnection, provisionTopology } from '../nats';
 import { MissingObjectError, ObjectStore } from '../object-store';
+import { DEADLINE_HEADER } from '../rpc';
 import { type InlineWorkServer, serveInlineWork } from './inline';
 import { PermanentJobError, type ProcessJob } from './types';
 
@@ -116,5 +117,59 @@ describe('serveInlineWork failures', () => {
       error: 'The inline work request is invalid',
       retryable: false,
     });
+  });
+});
+
+describe('serveInlineWork under load', () => {
+  const outcome = {
+    outputKey: null,
+    outputText: 'x',
+    metrics: {
+      inputSize: 1,
+      outputSize: 1,
+      compressionRatio: 1,
+      operationsApplied: ['trim'],
+      processingMs: 1,
+    },
+    usage: { inputBytes: 1 },
+  };
+
+  it('declines at once what would wait behind every slot and as many waiting requests', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    processJob = async () => {
+      await gate;
+      return outcome;
+    };
+    // The server above runs 4 at once and lets 4 more wait: the 9th and 10th are declined.
+    const requests = Array.from({ length: 10 }, () => requestInline(work()));
+    const declined = await Promise.race([
+      Promise.all(requests.slice(8)),
+      new Promise((resolve) => setTimeout(resolve, 5_000, 'not declined in time')),
+    ]);
+    expect(declined).toEqual([
+      { status: 'declined', reason: 'every inline slot is taken' },
+      { status: 'declined', reason: 'every inline slot is taken' },
+    ]);
+    release();
+    const answered = await Promise.all(requests.slice(0, 8));
+    expect(answered.every((reply) => (reply as { status: string }).status === 'completed')).toBe(
+      true,
+    );
+  });
+
+  it('drops unanswered a request whose deadline passed while it waited', async () => {
+    let runs = 0;
+    processJob = async () => {
+      runs++;
+      return outcome;
+    };
+    const headers = (await import('@nats-io/nats-core')).headers();
+    headers.set(DEADLINE_HEADER, String(Date.now() - 1));
+    const late = nats.request(subject, JSON.stringify(work()), { timeout: 1_000, headers });
+    await expect(late).rejects.toThrow();
+    expect(runs).toBe(0);
   });
 });

@@ -1,9 +1,18 @@
 import { tmpdir } from 'node:os';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
-import { type InlineWorkReply, inlineWorkReply, jobWorkMessage, LIMITS } from '@tamp/proto';
+import {
+  type InlineWorkReply,
+  inlineWorkReply,
+  type JobWorkMessage,
+  jobWorkMessage,
+  LIMITS,
+} from '@tamp/proto';
+import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { DEADLINE_HEADER } from '../rpc';
 import { jobWorkerMetrics } from './metrics';
+import type { ResourceGate } from './resource-gate';
 import { describeError, isPermanentError, type ProcessJob } from './types';
 import { withJobWorkspace } from './workspace';
 
@@ -16,14 +25,16 @@ export interface InlineWorkOptions {
   processJob: ProcessJob;
   logger: Logger;
   metrics: Registry;
-  /** Requests processed at once; the others wait their turn. Default 4. */
+  /** Requests processed at once; up to as many more wait their turn. Default 4. */
   concurrency?: number;
   tempDir?: string;
   /**
-   * The job service stops waiting after LIMITS.inlineReplyTimeoutMs and queues the job
-   * instead, so work still running then is aborted and left unanswered.
+   * The job service stops waiting after LIMITS.inlineReplyTimeoutMs (or the request's own
+   * deadline) and queues the job instead, so work still running then is aborted unanswered.
    */
   timeoutMs?: number;
+  /** When the machine can carry no more, a request that would wait is declined at once. */
+  resourceGate?: ResourceGate;
 }
 
 export interface InlineWorkServer {
@@ -34,62 +45,44 @@ export interface InlineWorkServer {
 /**
  * Serves `work.<pipeline>.inline`: the request is a JobWorkMessage, the reply an
  * InlineWorkReply, computed by the same `processJob` as queued work. A failure answers
- * `failed` with the error text, flagged `retryable` unless it is permanent (the queued worker's
- * rule), so the job service queues a job that another attempt may still complete. Work that
- * is aborted (timeout, shutdown) gets no answer, so the job service falls back to the queue.
+ * `failed`, flagged `retryable` unless it is permanent (the queued worker's rule), so the job
+ * service queues a job that another attempt may still complete. Under load the answer is
+ * `declined` at once (every slot busy and as many waiting, or the machine saturated), and a
+ * request whose deadline passed while it waited is dropped unanswered: either way the job
+ * service queues the job, instead of this worker running work nobody waits for any more.
  */
 export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
   const logger = options.logger.child({ inline: options.subject });
   const metrics = jobWorkerMetrics(options.metrics);
   const concurrency = options.concurrency ?? 4;
+  const limit = pLimit(concurrency);
   const tempDir = options.tempDir ?? tmpdir();
   const timeoutMs = options.timeoutMs ?? LIMITS.inlineReplyTimeoutMs;
   const running = new Map<Promise<void>, AbortController>();
-  const waiting: (() => void)[] = [];
-  let active = 0;
-
-  const acquire = async () => {
-    if (active < concurrency) {
-      active++;
-      return;
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const release = () => {
-    const next = waiting.shift();
-    if (next) next();
-    else active--;
-  };
 
   const respond = (msg: Msg, reply: InlineWorkReply) => {
     if (msg.reply) msg.respond(JSON.stringify(inlineWorkReply.parse(reply)));
   };
 
-  const handle = async (msg: Msg, controller: AbortController) => {
-    let body: unknown;
-    try {
-      body = msg.json();
-    } catch {
-      body = undefined;
-    }
-    const parsed = jobWorkMessage.safeParse(body);
-    if (!parsed.success) {
-      respond(msg, {
-        status: 'failed',
-        error: 'The inline work request is invalid',
-        retryable: false,
-      });
-      metrics.processed.inc({ mode: 'inline', outcome: 'rejected' });
+  const declineReason = (): string | null => {
+    if (limit.activeCount < concurrency) return null;
+    if (limit.pendingCount >= concurrency) return 'every inline slot is taken';
+    const blockedBy = options.resourceGate?.blockedBy() ?? null;
+    return blockedBy === null ? null : `the worker is saturated (${blockedBy})`;
+  };
+
+  const run = async (msg: Msg, work: JobWorkMessage, controller: AbortController) => {
+    const deadline = Number(msg.headers?.get(DEADLINE_HEADER)) || Date.now() + timeoutMs;
+    if (Date.now() >= deadline) {
+      metrics.processed.inc({ mode: 'inline', outcome: 'skipped' });
       return;
     }
-    const work = parsed.data;
     const log = logger.child({ jobId: work.jobId, pipeline: work.pipeline });
-    await acquire();
     const startedAt = performance.now();
     metrics.inFlight.inc({ mode: 'inline' });
     const timer = setTimeout(
       () => controller.abort(new Error('inline processing timed out')),
-      timeoutMs,
+      Math.min(timeoutMs, deadline - Date.now()),
     );
     let outcome: 'completed' | 'failed' | 'retried' | 'handed_back' = 'failed';
     try {
@@ -122,11 +115,40 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
       if (retryable) outcome = 'retried';
     } finally {
       clearTimeout(timer);
-      release();
       metrics.inFlight.dec({ mode: 'inline' });
       metrics.processed.inc({ mode: 'inline', outcome });
       metrics.duration.observe({ mode: 'inline', outcome }, (performance.now() - startedAt) / 1000);
     }
+  };
+
+  const accept = (msg: Msg) => {
+    let body: unknown;
+    try {
+      body = msg.json();
+    } catch {
+      body = undefined;
+    }
+    const parsed = jobWorkMessage.safeParse(body);
+    if (!parsed.success) {
+      respond(msg, {
+        status: 'failed',
+        error: 'The inline work request is invalid',
+        retryable: false,
+      });
+      metrics.processed.inc({ mode: 'inline', outcome: 'rejected' });
+      return;
+    }
+    const reason = declineReason();
+    if (reason !== null) {
+      respond(msg, { status: 'declined', reason });
+      metrics.processed.inc({ mode: 'inline', outcome: 'declined' });
+      return;
+    }
+    const controller = new AbortController();
+    const done: Promise<void> = limit(() => run(msg, parsed.data, controller))
+      .catch((crash: unknown) => logger.error({ err: crash }, 'inline handling crashed'))
+      .finally(() => running.delete(done));
+    running.set(done, controller);
   };
 
   const subscription: Subscription = options.nats.subscribe(options.subject, {
@@ -136,11 +158,7 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
         logger.error({ err: error }, 'inline subscription error');
         return;
       }
-      const controller = new AbortController();
-      const done: Promise<void> = handle(msg, controller)
-        .catch((crash) => logger.error({ err: crash }, 'inline handling crashed'))
-        .finally(() => running.delete(done));
-      running.set(done, controller);
+      accept(msg);
     },
   });
   logger.info({ queue: options.queue, concurrency }, 'serving inline work');

@@ -126,6 +126,14 @@ async function settledConsumer(name: 'worker-text' | 'worker-audio') {
   return consumerState(name);
 }
 
+/** The double's job once it reached `status`. */
+function jobReaching(jobId: string, status: 'completed' | 'failed', timeoutMs?: number) {
+  return jobService.until(() => {
+    const found = jobService.jobs.get(jobId);
+    return found?.status === status && found;
+  }, timeoutMs);
+}
+
 describe('startJobWorker', () => {
   let worker: JobWorker | undefined;
   const stopWorker = async () => {
@@ -137,10 +145,7 @@ describe('startJobWorker', () => {
     worker = await start(succeed);
     const message = work();
     await publish(message);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'completed' && found;
-    });
+    const job = await jobReaching(message.jobId, 'completed');
     expect(job.attempts).toEqual([1]);
     expect(job.completions).toHaveLength(1);
     expect(job.completions[0]?.outputText).toBe(`done ${message.jobId}`);
@@ -158,10 +163,7 @@ describe('startJobWorker', () => {
     });
     const message = work();
     await publish(message);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'failed' && found;
-    });
+    const job = await jobReaching(message.jobId, 'failed');
     await stopWorker();
     expect(job.failures).toEqual([
       { attempt: 1, error: 'The input is not valid UTF-8 text', permanent: true },
@@ -170,17 +172,33 @@ describe('startJobWorker', () => {
     expect((await settledConsumer('worker-text')).num_pending).toBe(0);
   });
 
-  it('retries a transient failure (completeJob unavailable once) with the backoff, then completes on attempt 2', async () => {
+  it('waits out a job service that does not answer, without using an attempt', async () => {
     worker = await start(succeed);
-    jobService.failNext.set('complete-job', 1);
+    // Every worker-facing call fails a few times: a job service restarting or overloaded.
+    jobService.failNext.set('begin-attempt', 2);
+    jobService.failNext.set('complete-job', 3);
     const message = work();
     await publish(message);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'completed' && found;
-    });
+    const job = await jobReaching(message.jobId, 'completed');
     await stopWorker();
-    expect(job.attempts).toEqual([1, 2]);
+    // One delivery, kept and asked about again: no failure, no second attempt.
+    expect(new Set(job.attempts)).toEqual(new Set([1]));
+    expect(job.failures).toEqual([]);
+    expect(job.completions.map((completion) => completion.attempt)).toEqual([1]);
+    expect((await settledConsumer('worker-text')).num_redelivered).toBe(0);
+  });
+
+  it('retries a failure of the pipeline itself with the backoff, then completes on attempt 2', async () => {
+    let runs = 0;
+    worker = await start(async (job, context) => {
+      runs++;
+      if (runs === 1) throw new Error('storage briefly unreachable');
+      return succeed(job, context);
+    });
+    const message = work();
+    await publish(message);
+    const job = await jobReaching(message.jobId, 'completed');
+    await stopWorker();
     expect(job.failures).toHaveLength(1);
     expect(job.failures[0]).toMatchObject({ attempt: 1, permanent: false });
     expect(job.completions.map((completion) => completion.attempt)).toEqual([2]);
@@ -192,10 +210,7 @@ describe('startJobWorker', () => {
     });
     const message = work();
     await publish(message);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'failed' && found;
-    });
+    const job = await jobReaching(message.jobId, 'failed');
     await stopWorker();
     expect(job.failures.map((failure) => failure.attempt)).toEqual([1, 2, 3, 4]);
     expect(job.error).toBe('disk full');
@@ -266,10 +281,7 @@ describe('startJobWorker', () => {
     expect(jobService.calls.indexOf(`hand-back-attempt ${message.jobId} 1`)).toBeGreaterThan(-1);
 
     worker = await start(succeed);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'completed' && found;
-    }, 20_000);
+    const job = await jobReaching(message.jobId, 'completed', 20_000);
     await stopWorker();
     await manager.consumers.update(text.stream, text.durableName, {
       ack_wait: nanos(text.ackWaitMs),
@@ -317,10 +329,7 @@ describe('startJobWorker', () => {
     );
     const message = work('audio');
     await publish(message);
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'completed' && found;
-    });
+    const job = await jobReaching(message.jobId, 'completed');
     await stopWorker();
     expect(job.attempts).toEqual([1]);
     expect(

@@ -1,20 +1,15 @@
 import { tmpdir } from 'node:os';
-import { type Consumer, type ConsumerMessages, type JsMsg, jetstream } from '@nats-io/jetstream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Consumer, type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import {
-  type ConsumerDefinition,
-  type ConsumerName,
-  type JobWorkMessage,
-  jobEndpoints,
-  jobWorkMessage,
-  type Topology,
-} from '@tamp/proto';
+import type { ConsumerDefinition, ConsumerName, Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { EndpointResponse, Rpc } from '../rpc';
+import type { Rpc } from '../rpc';
 import { type JobOutcomeLabel, jobWorkerMetrics } from './metrics';
-import { describeError, isPermanentError, type JobOutcome, type ProcessJob } from './types';
-import { withJobWorkspace } from './workspace';
+import { QueuedDelivery } from './queued-delivery';
+import { hostResourceGate, type ResourceGate } from './resource-gate';
+import type { ProcessJob } from './types';
 
 export interface JobWorkerOptions {
   rpc: Rpc;
@@ -24,7 +19,7 @@ export interface JobWorkerOptions {
   consumer: ConsumerName | ConsumerDefinition;
   /** Reported to the job service with every attempt, e.g. `worker-image/<host>/<pid>`. */
   workerName: string;
-  /** Jobs processed at once; never more deliveries than this are held. */
+  /** Jobs processed at once at most; never more deliveries than this are held. */
   concurrency: number;
   processJob: ProcessJob;
   logger: Logger;
@@ -38,12 +33,15 @@ export interface JobWorkerOptions {
   stopGraceMs?: number;
   /** A job running longer than this is aborted and counts as a failed (retryable) attempt. */
   jobTimeoutMs?: number;
-  /** Delay before a redelivery when the job service cannot be reached. Default 2 s. */
-  unavailableRetryMs?: number;
   /** How long one pull waits for messages. Default 5 s. */
   fetchExpiresMs?: number;
   /** Lease extension period; default a third of the consumer's ack wait (read from the server). */
   heartbeatIntervalMs?: number;
+  /**
+   * Whether one more job fits besides those running; by default what the kernel reports of CPU
+   * pressure and memory (hostResourceGate). The image worker adds its memory budget.
+   */
+  resourceGate?: ResourceGate;
 }
 
 export interface JobWorker {
@@ -57,31 +55,17 @@ export interface JobWorker {
   readonly inFlight: number;
 }
 
-interface RunningJob {
-  msg: JsMsg;
-  jobId: string;
-  controller: AbortController;
-  handedBack: boolean;
-  done: Promise<void>;
-}
-
 const DEFAULT_STOP_GRACE_MS = 20_000;
-/** Telling the job service about a hand-back must not hold up a shutdown for long. */
-const HAND_BACK_TIMEOUT_MS = 2_000;
-const UNPARSED_JOB_ID = '(unparsed)';
-const DEFAULT_UNAVAILABLE_RETRY_MS = 2_000;
 const DEFAULT_FETCH_EXPIRES_MS = 5_000;
-/** `heartbeat()` from a runner extends the lease at most this often. */
-const MIN_HEARTBEAT_GAP_MS = 1_000;
+/** How often a worker whose resources are taken looks again. */
+const RESOURCE_RECHECK_MS = 500;
 
 /**
- * Runs queued jobs from a JOBS pull consumer. The job service owns every transition: each
- * delivery starts with `beginAttempt` (run / skip / failed), success is `completeJob` then ack,
- * failure is `failAttempt` then nak with the backoff it returns (or ack when the job failed).
- * While a job runs the lease is extended with in-progress acks every ackWait/3.
+ * Runs queued jobs from a JOBS pull consumer (each delivery: QueuedDelivery). Pulls only what it
+ * can start now: no more than `concurrency` at once, and beyond the first job only while the
+ * resource gate says the machine can carry another, so a backlog waits in JetStream.
  */
 export async function startJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
-  const { rpc, processJob, workerName } = options;
   if (!Number.isSafeInteger(options.concurrency) || options.concurrency < 1) {
     throw new RangeError(`concurrency must be a positive integer, got ${options.concurrency}`);
   }
@@ -91,8 +75,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       : options.consumer;
   const logger = options.logger.child({ consumer: definition.durableName });
   const metrics = jobWorkerMetrics(options.metrics);
-  const tempDir = options.tempDir ?? tmpdir();
-  const unavailableRetryMs = options.unavailableRetryMs ?? DEFAULT_UNAVAILABLE_RETRY_MS;
+  const gate = options.resourceGate ?? hostResourceGate();
   const fetchExpiresMs = options.fetchExpiresMs ?? DEFAULT_FETCH_EXPIRES_MS;
 
   const consumer: Consumer = await jetstream(options.nats).consumers.get(
@@ -105,235 +88,86 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
   const heartbeatIntervalMs =
     options.heartbeatIntervalMs ?? Math.max(100, Math.floor(ackWaitMs / 3));
 
-  const running = new Set<RunningJob>();
+  const running = new Set<{ delivery: QueuedDelivery; done: Promise<void> }>();
   let stopping = false;
   let wakeLoop: (() => void) | undefined;
   let stopped: Promise<void> | undefined;
 
-  const record = (outcome: JobOutcomeLabel, startedAt?: number) => {
-    metrics.processed.inc({ mode: 'queued', outcome });
-    if (startedAt !== undefined) {
-      metrics.duration.observe({ mode: 'queued', outcome }, (performance.now() - startedAt) / 1000);
-    }
-  };
-
-  const ack = async (msg: JsMsg) => {
-    try {
-      await msg.ackAck();
-    } catch (error) {
-      // The ack may still have landed; if not, the redelivery is skipped by the job service.
-      logger.warn({ err: error }, 'acknowledgement not confirmed');
-    }
-  };
-
-  /** A failed attempt: the job service decides between a retry (nak with delay) and failed. */
-  const failAttempt = async (
-    job: RunningJob,
-    attempt: number,
-    error: unknown,
-    startedAt: number,
-  ) => {
-    const permanent = isPermanentError(error);
-    const log = logger.child({ jobId: job.jobId, attempt });
-    log.warn({ err: error, permanent }, 'job attempt failed');
-    try {
-      const decision = await rpc.call(jobEndpoints.failAttempt, {
-        jobId: job.jobId,
-        attempt,
-        error: describeError(error),
-        permanent,
-      });
-      if (decision.status === 'pending') {
-        job.msg.nak(decision.retryInMs);
-        record('retried', startedAt);
-      } else {
-        await ack(job.msg);
-        record('failed', startedAt);
+  const settings = {
+    rpc: options.rpc,
+    processJob: options.processJob,
+    workerName: options.workerName,
+    logger,
+    tempDir: options.tempDir ?? tmpdir(),
+    heartbeatIntervalMs,
+    jobTimeoutMs: options.jobTimeoutMs,
+    record(outcome: JobOutcomeLabel, startedAt?: number) {
+      metrics.processed.inc({ mode: 'queued', outcome });
+      if (startedAt !== undefined) {
+        const seconds = (performance.now() - startedAt) / 1000;
+        metrics.duration.observe({ mode: 'queued', outcome }, seconds);
       }
-    } catch (callError) {
-      log.error({ err: callError }, 'could not report the failed attempt; redelivering');
-      job.msg.nak(unavailableRetryMs);
-      record('retried', startedAt);
-    }
-  };
-
-  const runJob = async (job: RunningJob, work: JobWorkMessage, attempt: number) => {
-    const startedAt = performance.now();
-    const log = logger.child({ jobId: job.jobId, attempt, pipeline: work.pipeline });
-    let lastBeat = Date.now();
-    const beat = () => {
-      if (job.handedBack) return;
-      lastBeat = Date.now();
-      job.msg.working();
-    };
-    const timer = setInterval(beat, heartbeatIntervalMs);
-    const timeout =
-      options.jobTimeoutMs === undefined
-        ? undefined
-        : setTimeout(
-            () =>
-              job.controller.abort(
-                new Error(`Processing took longer than ${options.jobTimeoutMs} ms`),
-              ),
-            options.jobTimeoutMs,
-          );
-    try {
-      let outcome: JobOutcome;
-      try {
-        outcome = await withJobWorkspace(tempDir, job.jobId, (workDir) =>
-          processJob(work, {
-            workDir,
-            signal: job.controller.signal,
-            heartbeat: () => {
-              if (Date.now() - lastBeat >= MIN_HEARTBEAT_GAP_MS) beat();
-            },
-            attempt,
-            mode: 'queued',
-            logger: log,
-          }),
-        );
-      } catch (error) {
-        if (job.handedBack) return;
-        const reason = job.controller.signal.aborted ? job.controller.signal.reason : error;
-        await failAttempt(job, attempt, reason ?? error, startedAt);
-        return;
-      }
-      if (job.handedBack) return;
-      let accepted: boolean;
-      try {
-        ({ accepted } = await rpc.call(jobEndpoints.completeJob, {
-          jobId: job.jobId,
-          attempt,
-          ...outcome,
-        }));
-      } catch (error) {
-        // The result object is in place under its deterministic key; a rerun overwrites it.
-        await failAttempt(job, attempt, error, startedAt);
-        return;
-      }
-      await ack(job.msg);
-      if (accepted) {
-        log.info({ processingMs: outcome.metrics.processingMs }, 'job completed');
-        record('completed', startedAt);
-      } else {
-        log.warn('the job service did not accept the completion (job no longer processing)');
-        record('skipped', startedAt);
-      }
-    } finally {
-      clearInterval(timer);
-      if (timeout) clearTimeout(timeout);
-    }
-  };
-
-  const handle = async (job: RunningJob) => {
-    const { msg } = job;
-    const attempt = msg.info.deliveryCount;
-    let body: unknown;
-    try {
-      body = msg.json();
-    } catch {
-      body = undefined;
-    }
-    const parsed = jobWorkMessage.safeParse(body);
-    if (!parsed.success) {
-      // Nothing can ever process it; keep it from cycling. The job service is told when the
-      // message at least names a job.
-      logger.error(
-        { issues: parsed.error.issues.slice(0, 5), seq: msg.seq },
-        'invalid job message',
-      );
-      const jobId = (body as { jobId?: unknown } | undefined)?.jobId;
-      if (typeof jobId === 'string') {
-        await rpc
-          .call(jobEndpoints.failAttempt, {
-            jobId,
-            attempt,
-            error: 'The job could not be read by the worker',
-            permanent: true,
-          })
-          .catch(() => undefined);
-      }
-      msg.term(); // no reason: servers before 2.10 ignore a +TERM that carries one
-      record('rejected');
-      return;
-    }
-    job.jobId = parsed.data.jobId;
-    let begin: EndpointResponse<typeof jobEndpoints.beginAttempt>;
-    try {
-      begin = await rpc.call(jobEndpoints.beginAttempt, {
-        jobId: job.jobId,
-        attempt,
-        worker: workerName,
-      });
-    } catch (error) {
-      logger.warn({ err: error, jobId: job.jobId }, 'beginAttempt failed; redelivering later');
-      msg.nak(unavailableRetryMs);
-      record('retried');
-      return;
-    }
-    if (job.handedBack) return;
-    if (begin.action !== 'run') {
-      logger.info({ jobId: job.jobId, attempt, action: begin.action }, 'delivery not run');
-      await ack(msg);
-      record(begin.action === 'skip' ? 'skipped' : 'failed');
-      return;
-    }
-    await runJob(job, begin.work ?? parsed.data, attempt);
+    },
   };
 
   const dispatch = (msg: JsMsg) => {
-    const job: RunningJob = {
-      msg,
-      jobId: UNPARSED_JOB_ID,
-      controller: new AbortController(),
-      handedBack: false,
-      done: Promise.resolve(),
-    };
+    const delivery = new QueuedDelivery(msg, settings);
     metrics.inFlight.inc({ mode: 'queued' });
-    job.done = handle(job)
-      .catch((error) => {
-        logger.error({ err: error, jobId: job.jobId }, 'job handling crashed');
-        if (!job.handedBack) msg.nak(unavailableRetryMs);
+    const entry = { delivery, done: Promise.resolve() };
+    entry.done = delivery
+      .handle()
+      .catch((error: unknown) => {
+        // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
+        logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');
+        if (!delivery.handedBack) msg.nak(2_000);
       })
       .finally(() => {
-        running.delete(job);
+        running.delete(entry);
         metrics.inFlight.dec({ mode: 'queued' });
         wakeLoop?.();
       });
-    running.add(job);
+    running.add(entry);
   };
 
-  const waitForSlot = () =>
-    new Promise<void>((resolve) => {
-      if (stopping || running.size < options.concurrency) {
-        resolve();
-        return;
+  /**
+   * How many deliveries to pull: one, once a slot is free and (beyond the first job) the
+   * resources allow another; 0 when stopping. One at a time, so each is admitted on its own.
+   */
+  const roomForWork = async (): Promise<number> => {
+    for (;;) {
+      if (stopping) return 0;
+      const free = options.concurrency - running.size;
+      if (free > 0) {
+        const blockedBy = running.size === 0 ? null : gate.blockedBy();
+        if (blockedBy === null) return 1;
+        metrics.admissionWaits.inc({ reason: blockedBy });
+        await sleep(RESOURCE_RECHECK_MS);
+        continue;
       }
-      wakeLoop = () => {
-        if (stopping || running.size < options.concurrency) {
+      await new Promise<void>((resolve) => {
+        wakeLoop = () => {
           wakeLoop = undefined;
           resolve();
-        }
-      };
-    });
+        };
+      });
+    }
+  };
 
   const loop = async () => {
     while (!stopping) {
-      await waitForSlot();
-      if (stopping) break;
+      const room = await roomForWork();
+      if (room === 0) break;
       try {
-        const batch: ConsumerMessages = await consumer.fetch({
-          max_messages: options.concurrency - running.size,
-          expires: fetchExpiresMs,
-        });
+        const batch = await consumer.fetch({ max_messages: room, expires: fetchExpiresMs });
         // Not cut short on stop: the server keeps a pull request open until it expires, and
         // what it delivers to an abandoned request would sit out its whole lease. So the pull
         // runs out, and what still arrives is taken (it gets the grace period like the rest).
         for await (const msg of batch) dispatch(msg);
       } catch (error) {
         if (stopping) break;
+        // NATS down or restarting: the client reconnects by itself; pull again shortly.
         logger.warn({ err: error }, 'pulling jobs failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        await sleep(1_000);
       }
     }
   };
@@ -343,28 +177,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     'job worker started',
   );
 
-  /**
-   * Best effort and brief: if the job service cannot be told, the job is still handed back and
-   * its redelivery simply counts as an attempt (as a crash would).
-   */
-  const tellHandBack = async (job: RunningJob) => {
-    if (job.jobId === UNPARSED_JOB_ID) return;
-    try {
-      await rpc.call(
-        jobEndpoints.handBackAttempt,
-        { jobId: job.jobId, attempt: job.msg.info.deliveryCount },
-        { timeoutMs: HAND_BACK_TIMEOUT_MS },
-      );
-    } catch (error) {
-      logger.warn(
-        { err: error, jobId: job.jobId },
-        'hand-back not recorded; it counts as an attempt',
-      );
-    }
-  };
-
-  const stop = async (stopOptions: { graceMs?: number } = {}) => {
-    const graceMs = stopOptions.graceMs ?? options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  const stop = async (graceMs: number) => {
     const deadline = Date.now() + graceMs;
     stopping = true;
     wakeLoop?.();
@@ -374,38 +187,23 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     const remaining = deadline - Date.now();
     if (running.size > 0 && remaining > 0) {
       logger.info({ inFlight: running.size, graceMs }, 'waiting for running jobs');
-      let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.allSettled([...running].map((job) => job.done)),
-        new Promise((resolve) => {
-          graceTimer = setTimeout(resolve, remaining);
-        }),
+        Promise.allSettled([...running].map((entry) => entry.done)),
+        sleep(remaining),
       ]);
-      clearTimeout(graceTimer);
     }
-    await Promise.all(
-      [...running].map(async (job) => {
-        // Hand back: redelivered at once to another worker; what this one still finishes is
-        // ignored. The job service hears it first, so the redelivery does not cost an attempt.
-        job.handedBack = true;
-        await tellHandBack(job);
-        job.msg.nak();
-        job.controller.abort(new Error('The worker is shutting down'));
-        record('handed_back');
-        logger.warn({ jobId: job.jobId }, 'job handed back on shutdown');
-      }),
-    );
+    await Promise.all([...running].map((entry) => entry.delivery.handBack()));
     // Give aborted runners a moment to remove their temp files; never wait on them for long.
     await Promise.race([
-      Promise.allSettled([...running].map((job) => job.done)),
-      new Promise((resolve) => setTimeout(resolve, 2_000).unref()),
+      Promise.allSettled([...running].map((entry) => entry.done)),
+      sleep(2_000, undefined, { ref: false }),
     ]);
     logger.info('job worker stopped');
   };
 
   return {
-    stop(stopOptions) {
-      stopped ??= stop(stopOptions);
+    stop(stopOptions = {}) {
+      stopped ??= stop(stopOptions.graceMs ?? options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
       return stopped;
     },
     get inFlight() {

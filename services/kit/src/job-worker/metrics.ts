@@ -12,12 +12,14 @@ export interface JobWorkerMetrics {
   processed: Counter<'mode' | 'outcome'>;
   duration: Histogram<'mode' | 'outcome'>;
   inFlight: Gauge<'mode'>;
+  admissionWaits: Counter<'reason'>;
 }
 
 const NAMES = {
   processed: 'tamp_jobs_processed_total',
   duration: 'tamp_job_processing_seconds',
   inFlight: 'tamp_jobs_in_flight',
+  admissionWaits: 'tamp_worker_admission_waits_total',
 } as const;
 
 /**
@@ -32,6 +34,7 @@ export function jobWorkerMetrics(registry: Registry): JobWorkerMetrics {
       processed: existing as Counter<'mode' | 'outcome'>,
       duration: registry.getSingleMetric(NAMES.duration) as Histogram<'mode' | 'outcome'>,
       inFlight: registry.getSingleMetric(NAMES.inFlight) as Gauge<'mode'>,
+      admissionWaits: registry.getSingleMetric(NAMES.admissionWaits) as Counter<'reason'>,
     };
   }
   return {
@@ -52,6 +55,12 @@ export function jobWorkerMetrics(registry: Registry): JobWorkerMetrics {
       name: NAMES.inFlight,
       help: 'Jobs being processed right now',
       labelNames: ['mode'],
+      registers: [registry],
+    }),
+    admissionWaits: new Counter({
+      name: NAMES.admissionWaits,
+      help: 'Times a free slot stayed unused because the machine could carry no more (reason: cpu, memory, budget)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

@@ -11,6 +11,7 @@ import { runService } from '../service';
 import type { jobWorkerEnv } from './config';
 import { serveInlineWork } from './inline';
 import { startJobWorker } from './job-worker';
+import { hostResourceGate, type ResourceGate } from './resource-gate';
 import type { ProcessJob } from './types';
 
 type JobWorkerEnv = z.output<z.ZodObject<ReturnType<typeof jobWorkerEnv>>>;
@@ -33,9 +34,19 @@ const INLINE_PIPELINES: ReadonlySet<Pipeline> = new Set(['image', 'text']);
  * image and text, inline requests on `work.<pipeline>.inline`.
  */
 export async function startPipelineWorker(
-  dependencies: PipelineWorkerDependencies & { pipeline: Pipeline; processJob: ProcessJob },
+  dependencies: PipelineWorkerDependencies & {
+    pipeline: Pipeline;
+    processJob: ProcessJob;
+    /** The pipeline's own limit on top of the host's (see startJobWorker). */
+    resourceGate?: ResourceGate;
+  },
 ): Promise<{ stop(): Promise<void> }> {
   const { config, pipeline, processJob } = dependencies;
+  const host = hostResourceGate();
+  const own = dependencies.resourceGate;
+  const resourceGate: ResourceGate = {
+    blockedBy: () => own?.blockedBy() ?? host.blockedBy(),
+  };
   const service = WORKER_SERVICES[pipeline];
   const shared = {
     processJob,
@@ -50,6 +61,7 @@ export async function startPipelineWorker(
         subject: dependencies.topology.subjects.inline[pipeline as 'image' | 'text'],
         queue: service,
         concurrency: config.WORKER_INLINE_CONCURRENCY,
+        resourceGate,
       })
     : undefined;
   const queued = await startJobWorker({
@@ -61,6 +73,7 @@ export async function startPipelineWorker(
     workerName: `${service}/${hostname()}/${process.pid}`,
     concurrency: config.WORKER_CONCURRENCY,
     stopGraceMs: config.WORKER_STOP_GRACE_MS,
+    resourceGate,
   });
   return {
     async stop() {
