@@ -12,6 +12,12 @@ import { normalizeMetrics } from './domain/metrics';
 import { decideBegin, decideFailure, mayComplete } from './domain/transitions';
 import type { Settlement } from './settlement';
 
+/**
+ * How often one job may be handed back without using an attempt (rolling deploys, storage or
+ * another dependency failing under it). Generous: a day of deploys and outages.
+ */
+const MAX_HAND_BACKS = 50;
+
 /** A decision lost to a concurrent change is re-made on the new state, a few times at most. */
 const CONTENTION_ROUNDS = 5;
 
@@ -147,6 +153,9 @@ export class JobAttempts {
       if (job.status !== 'processing' || job.attempts !== attemptOf(job, delivery)) {
         return { accepted: false };
       }
+      // A job handed back this often is failing in a way that only looks transient: from now
+      // on its attempts count, so it still ends.
+      if ((job.handedBack ?? 0) >= MAX_HAND_BACKS) return { accepted: false };
       const handedBack = await jobs.transition(
         jobId,
         { status: 'processing', attempts: job.attempts },

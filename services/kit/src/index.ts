@@ -10,3 +10,4 @@ export * from './rpc';
 export * from './service';
 export * from './shutdown';
 export * from './tracing';
+export * from './transient-errors';

@@ -11,6 +11,21 @@ export async function loadMongoClient(): Promise<typeof MongoClient> {
 }
 
 /**
+ * No operation waits forever: a database that is paused or gone makes calls fail within these
+ * bounds (and become UNAVAILABLE, see transient-errors.ts) instead of piling up behind a dead
+ * socket; the driver reconnects by itself once the server answers again. On the serialized
+ * FerretDB connection `waitQueueTimeoutMS` also bounds the queue: work that would wait longer
+ * is refused rather than run after its caller gave up.
+ */
+export const MONGO_TIMEOUTS = {
+  serverSelectionTimeoutMS: 10_000,
+  connectTimeoutMS: 5_000,
+  socketTimeoutMS: 20_000,
+  waitQueueTimeoutMS: 15_000,
+  heartbeatFrequencyMS: 5_000,
+} as const;
+
+/**
  * Connects to MongoDB, or to FerretDB with every operation of this process serialized on one
  * connection. FerretDB 1.x (SQLite) does not apply an update atomically: it queries, then writes,
  * outside one transaction (FerretDB#3040), so two concurrent guarded updates can both pass their
@@ -25,7 +40,7 @@ export async function connectMongo(options: {
   appName: string;
 }): Promise<{ client: MongoClient; db: Db; serialized: boolean }> {
   const MongoClient = await loadMongoClient();
-  const clientOptions = { appName: options.appName, serverSelectionTimeoutMS: 10_000 };
+  const clientOptions = { appName: options.appName, ...MONGO_TIMEOUTS };
   let client = await new MongoClient(options.url, clientOptions).connect();
   const serialized = await isFerretDb(client);
   if (serialized) {

@@ -1,7 +1,9 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { STORAGE_LIFECYCLE_RULES } from '@tamp/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { MissingObjectError, ObjectStore } from './object-store';
+import { isTransientError } from './transient-errors';
 
 const infrastructure = isolatedInfrastructure();
 const store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
@@ -85,5 +87,36 @@ describe('object store (against MinIO)', () => {
     );
     expect((await store.readHead('uploads/acct_1/upl_head', 5)).toString()).toBe('%PDF-');
     expect(await store.stat('uploads/acct_1/missing')).toBeUndefined();
+  });
+});
+
+describe('object store that stops answering', () => {
+  it('fails a call with a transient error after the idle time-out instead of hanging', async () => {
+    // A black hole: the connection is accepted and the request read, but nothing comes back,
+    // as from a paused MinIO.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('data', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const paused = new ObjectStore({
+      ...infrastructure.s3,
+      endpoint: `http://127.0.0.1:${port}`,
+      bucket: infrastructure.bucket,
+      idleTimeoutMs: 500,
+    });
+    try {
+      const error = await paused.getBuffer('inputs/acct_1/anything').then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toMatchObject({ code: 'ETIMEDOUT' });
+      expect(isTransientError(error)).toBe(true);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 });

@@ -1,4 +1,7 @@
 import { createWriteStream } from 'node:fs';
+import { type AgentOptions, Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio';
@@ -11,6 +14,8 @@ export interface ObjectStoreConfig {
   secretKey: string;
   region: string;
   bucket: string;
+  /** See S3_IDLE_TIMEOUT_MS; tests shorten it. */
+  idleTimeoutMs?: number;
 }
 
 export interface LifecycleRule {
@@ -48,6 +53,10 @@ export class ObjectStore {
       secretKey: config.secretKey,
       region: config.region,
       pathStyle: true,
+      transportAgent: idleTimeoutAgent(
+        endpoint.protocol === 'https:',
+        config.idleTimeoutMs ?? S3_IDLE_TIMEOUT_MS,
+      ),
     });
     this.publicUrl = new URL(config.publicEndpoint ?? config.endpoint);
     this.credentials = config;
@@ -249,4 +258,31 @@ export class MissingObjectError extends Error {
 
 function isCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}
+
+/**
+ * A request to S3 that gets no byte for this long fails with ETIMEDOUT (and so becomes
+ * UNAVAILABLE) instead of hanging on a paused or unreachable store; a slow but moving stream is
+ * not cut. minio-js sets no time-out of its own, and Node's `timeout` socket option only emits
+ * an event, so the agent's sockets destroy themselves.
+ */
+export const S3_IDLE_TIMEOUT_MS = 15_000;
+
+function idleTimeoutAgent(https: boolean, idleTimeoutMs: number): HttpAgent {
+  // `timeout` makes the agent keep the idle time-out set on every socket, reused ones too.
+  const options: AgentOptions = { keepAlive: true, maxSockets: 64, timeout: idleTimeoutMs };
+  const agent = (https ? new HttpsAgent(options) : new HttpAgent(options)) as HttpAgent;
+  const create = agent.createConnection.bind(agent);
+  agent.createConnection = ((...args: Parameters<typeof create>) => {
+    const socket = create(...args) as Duplex;
+    socket.on('timeout', () =>
+      socket.destroy(
+        Object.assign(new Error(`S3 sent nothing for ${idleTimeoutMs} ms`), {
+          code: 'ETIMEDOUT',
+        }),
+      ),
+    );
+    return socket;
+  }) as typeof create;
+  return agent;
 }

@@ -31,6 +31,10 @@ beforeAll(async () => {
         { path: 'b', message: 'zero' },
       ]);
     if (a < 0) throw new Error('secret internal detail');
+    if (a === 13) {
+      // What the MongoDB driver throws while the database is paused.
+      throw Object.assign(new Error('connection timed out'), { name: 'MongoNetworkTimeoutError' });
+    }
     return { quotient: a / b };
   });
   await server.flush();
@@ -50,6 +54,23 @@ describe('Rpc over real NATS', () => {
     expect(error).toBeInstanceOf(ServiceError);
     expect((error as ServiceError).code).toBe('VALIDATION_ERROR');
     expect((error as ServiceError).details).toEqual([{ path: 'b', message: 'zero' }]);
+  });
+
+  it("answers a dependency's outage as UNAVAILABLE, which callers retry", async () => {
+    const error = (await rpc
+      .call(divide, { a: 13, b: 1 })
+      .catch((caught: unknown) => caught)) as ServiceError;
+    expect(error.code).toBe('UNAVAILABLE');
+  });
+
+  it('refuses work whose caller has given up, and shortens the wait to the deadline', async () => {
+    const late = (await rpc
+      .call(divide, { a: 1, b: 1 }, { deadline: Date.now() - 1 })
+      .catch((caught: unknown) => caught)) as ServiceError;
+    expect(late.code).toBe('UNAVAILABLE');
+    expect(await rpc.call(divide, { a: 8, b: 2 }, { deadline: Date.now() + 5_000 })).toEqual({
+      quotient: 4,
+    });
   });
 
   it('hides unexpected errors behind INTERNAL', async () => {

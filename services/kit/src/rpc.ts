@@ -9,6 +9,7 @@ import { type EndpointDefinition, isErrorCode, ServiceError, type Topology } fro
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { extractTraceContext, injectTraceContext } from './tracing';
+import { asServiceError } from './transient-errors';
 
 const replyEnvelope = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), data: z.unknown() }),
@@ -164,8 +165,15 @@ export class Rpc {
         handler(parsed.data as z.output<Endpoint['request']>, { deadline }),
       );
       respond({ ok: true, data: endpoint.response.parse(result) });
-    } catch (error) {
+    } catch (caught) {
+      const error = asServiceError(caught);
       if (error instanceof ServiceError) {
+        if (error !== caught) {
+          this.logger.warn(
+            { err: caught, endpoint: this.subject(endpoint) },
+            'dependency unavailable',
+          );
+        }
         respond({ ok: false, error: error.toJSON() });
         return;
       }

@@ -6,7 +6,13 @@ import type { z } from 'zod';
 import { ConfigError, loadConfig, type ServiceEnv } from './config';
 import { createLogger } from './logger';
 import { createMetricsRegistry } from './metrics';
-import { connectMongo, type IndexSpecification, loadMongoClient, provisionIndexes } from './mongo';
+import {
+  connectMongo,
+  type IndexSpecification,
+  loadMongoClient,
+  MONGO_TIMEOUTS,
+  provisionIndexes,
+} from './mongo';
 import { connectNats, type NatsConnection, provisionTopology } from './nats';
 import { ObjectStore, type ObjectStoreConfig } from './object-store';
 import { OpsServer } from './ops-server';
@@ -41,8 +47,10 @@ export class ServiceContext<Config extends ServiceEnv> {
       // A broker that is already gone cannot be drained; closing is all that is left.
       await nats.drain().catch(() => nats.close());
     });
-    this.ops.addReadinessCheck('nats', () => {
+    // A round trip to the server: false while it is paused, restarting or unreachable.
+    this.ops.addReadinessCheck('nats', async () => {
       if (nats.isClosed()) throw new Error('NATS connection closed');
+      await nats.flush();
     });
     await withRetries(() => provisionTopology(nats, topology));
     return { nats, topology, rpc: new Rpc(nats, topology, this.logger) };
@@ -53,10 +61,15 @@ export class ServiceContext<Config extends ServiceEnv> {
     database: string,
     indexes: readonly IndexSpecification[] = [],
   ): Promise<Db> {
-    const { client, db } = await connectMongo({ url, database, appName: this.name });
+    const { client, db, serialized } = await connectMongo({ url, database, appName: this.name });
     this.shutdown.register('mongo', () => client.close());
+    // On FerretDB the service's own connection is a queue: a ping there would measure the
+    // queue, not the server. Readiness asks over a connection of its own.
+    const probe = serialized
+      ? await this.openMongoClient(url, `${this.name}-readiness`, 'mongo-readiness')
+      : client;
     this.ops.addReadinessCheck('mongo', async () => {
-      await db.command({ ping: 1 });
+      await probe.db(database).command({ ping: 1 });
     });
     await provisionIndexes(db, indexes);
     return db;
@@ -69,13 +82,14 @@ export class ServiceContext<Config extends ServiceEnv> {
    * every write. Never use it for a read that decides a write.
    */
   async connectMongoForReads(url: string, database: string): Promise<Db> {
+    return (await this.openMongoClient(url, `${this.name}-reads`, 'mongo-reads')).db(database);
+  }
+
+  private async openMongoClient(url: string, appName: string, step: string) {
     const MongoClient = await loadMongoClient();
-    const client = await new MongoClient(url, {
-      appName: `${this.name}-reads`,
-      serverSelectionTimeoutMS: 10_000,
-    }).connect();
-    this.shutdown.register('mongo-reads', () => client.close());
-    return client.db(database);
+    const client = await new MongoClient(url, { appName, ...MONGO_TIMEOUTS }).connect();
+    this.shutdown.register(step, () => client.close());
+    return client;
   }
 
   /** Opens the bucket, creating it and its lifecycle rules when missing. */

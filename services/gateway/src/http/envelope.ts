@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { asServiceError } from '@tamp/kit';
 import { type ErrorCode, ServiceError } from '@tamp/proto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -84,8 +85,10 @@ export const envelopePlugin = fp(
       return sendError(reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
     });
 
-    app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    app.setErrorHandler((caught: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const error = asServiceError(caught) as FastifyError | ServiceError;
       if (error instanceof ServiceError) {
+        if (error !== caught) request.log.warn({ err: caught }, 'dependency unavailable');
         return sendError(reply, error.code, error.message, error.details);
       }
       if (error.validation !== undefined) {

@@ -2,6 +2,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { type JobWorkMessage, jobEndpoints, jobWorkMessage } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Rpc } from '../rpc';
+import { isTransientError } from '../transient-errors';
 import { untilAnswered } from './job-service-calls';
 import type { JobOutcomeLabel } from './metrics';
 import { describeError, isPermanentError, type JobOutcome, type ProcessJob } from './types';
@@ -21,6 +22,8 @@ export interface DeliverySettings {
 
 /** Telling the job service about a hand-back must not hold up a shutdown for long. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
+/** How long a job set aside because a dependency failed waits before it is delivered again. */
+const SET_ASIDE_DELAY_MS = 5_000;
 /** `heartbeat()` from a runner extends the lease at most this often. */
 const MIN_HEARTBEAT_GAP_MS = 1_000;
 
@@ -191,6 +194,7 @@ export class QueuedDelivery {
     } catch (error) {
       if (this.handedBack) return;
       const signal = this.controller.signal;
+      if (!signal.aborted && isTransientError(error) && (await this.setAside(error))) return;
       await this.fail(signal.aborted ? (signal.reason ?? error) : error, startedAt);
       return;
     } finally {
@@ -214,6 +218,27 @@ export class QueuedDelivery {
       log.warn('the job service did not accept the completion (job no longer processing)');
       this.settings.record('skipped', startedAt);
     }
+  }
+
+  /**
+   * Storage or another dependency failed under the pipeline (a time-out, a refused connection):
+   * not the job's own failure, so it is handed back without using an attempt and redelivered
+   * after a pause. False when the job service refuses (it bounds how often a job is handed
+   * back, so a job that only ever fails this way still ends): then it is a failed attempt.
+   */
+  private async setAside(error: unknown): Promise<boolean> {
+    this.log.warn({ err: error }, 'a dependency failed under the job; handing it back');
+    const answer = await this.ask('handBackAttempt', () =>
+      this.settings.rpc.call(jobEndpoints.handBackAttempt, {
+        jobId: this.jobId!,
+        attempt: this.attempt,
+      }),
+    );
+    if (answer === undefined) return true;
+    if (!answer.accepted) return false;
+    this.msg.nak(SET_ASIDE_DELAY_MS);
+    this.settings.record('handed_back');
+    return true;
   }
 
   /** A failed attempt: the job service decides between a retry (nak with delay) and failed. */
