@@ -20,6 +20,12 @@ export const ERROR_CODES = {
   IDEMPOTENCY_KEY_IN_USE: 409,
   RATE_LIMITED: 429,
   PAYLOAD_TOO_LARGE: 413,
+  /** The request path is longer than the server reads (HTTP's own limit, not a field's). */
+  URI_TOO_LONG: 414,
+  /** The request line and headers together exceed 16 KB. */
+  HEADERS_TOO_LARGE: 431,
+  /** The request did not arrive completely in time. */
+  REQUEST_TIMEOUT: 408,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   INTERNAL: 500,
@@ -27,6 +33,34 @@ export const ERROR_CODES = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** When each code is answered, for the OpenAPI document and every client's error messages. */
+export const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
+  INVALID_FORMAT:
+    'Filename extension not allowed, file content not of its format, or an upload of the wrong kind for the endpoint',
+  FILE_TOO_LARGE: 'Declared or actual size over the plan limit',
+  UPLOAD_NOT_FOUND: "Unknown, malformed or another account's upload id",
+  UPLOAD_EXPIRED: 'More than 24 hours since the upload was created',
+  UPLOAD_NOT_COMPLETED: 'The upload URL was never PUT to',
+  JOB_NOT_FOUND: "Unknown, malformed or another account's job id",
+  UNAUTHORIZED: 'Authorization missing, malformed, unknown or revoked (WWW-Authenticate: Bearer)',
+  VALIDATION_ERROR:
+    'The body, query or a header fails its schema (details lists each issue), or the JSON or HTTP is malformed',
+  INSUFFICIENT_CREDITS: 'Not enough credits for the job; nothing was created',
+  IDEMPOTENCY_KEY_REUSED: 'The Idempotency-Key was used with another endpoint or body',
+  IDEMPOTENCY_KEY_IN_USE:
+    'A creation with this Idempotency-Key is still being settled; retry the same request after Retry-After',
+  RATE_LIMITED: 'Over the account request rate; Retry-After says when to retry',
+  PAYLOAD_TOO_LARGE: "The request body is over the endpoint's limit",
+  URI_TOO_LONG: 'The request path is longer than the server reads',
+  HEADERS_TOO_LARGE: 'The request line and headers exceed 16 KB',
+  REQUEST_TIMEOUT: 'The request did not arrive completely in time',
+  NOT_FOUND: 'No such route',
+  METHOD_NOT_ALLOWED: 'The path exists under other methods (listed in Allow)',
+  INTERNAL: 'Unexpected; quote X-Request-Id',
+  UNAVAILABLE:
+    'A dependency is down or the system is saturated; nothing was created or charged, retry after Retry-After',
+};
 
 export interface ErrorIssue {
   path: string;

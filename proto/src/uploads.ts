@@ -33,3 +33,20 @@ export function contentTypeFor(filename: string): string | undefined {
     ? CONTENT_TYPES_BY_EXTENSION[extension as UploadExtension]
     : undefined;
 }
+
+/**
+ * The allowed extensions as a JSON Schema `pattern` (case-insensitive by construction), for the
+ * OpenAPI document. Only documented there: a filename that does not match is refused by the
+ * upload service with 422 INVALID_FORMAT, as the spec says, not by schema validation.
+ */
+export const UPLOAD_FILENAME_PATTERN = `\\.(${Object.keys(CONTENT_TYPES_BY_EXTENSION)
+  .map((extension) =>
+    [...extension.slice(1)]
+      .map((char) =>
+        char.toLowerCase() === char.toUpperCase()
+          ? char
+          : `[${char.toLowerCase()}${char.toUpperCase()}]`,
+      )
+      .join(''),
+  )
+  .join('|')})$`;

@@ -21,10 +21,21 @@ export const textTrim = defineOperation({
   }),
 });
 
+/**
+ * What "large" and "benefit" mean for json-to-toon: a block is rewritten only when its compact
+ * JSON costs at least `minBlockTokens` o200k tokens and TOON saves at least `minSavedTokens`
+ * and `minSavedShare` of them. Below that the saving is a token or two, not worth changing JSON
+ * a reader wrote, and the block is kept byte for byte.
+ */
+export const JSON_TO_TOON_THRESHOLDS = {
+  minBlockTokens: 40,
+  minSavedTokens: 10,
+  minSavedShare: 0.1,
+} as const;
+
 export const textJsonToToon = defineOperation({
   type: 'json-to-toon',
-  description:
-    'Converts large JSON blocks to TOON, a tabular notation; blocks too small to benefit are skipped.',
+  description: `Converts large JSON blocks to TOON, a tabular notation; blocks too small to benefit are kept byte for byte (a block converts when its compact JSON is at least ${JSON_TO_TOON_THRESHOLDS.minBlockTokens} tokens and TOON saves at least ${JSON_TO_TOON_THRESHOLDS.minSavedTokens} tokens and ${JSON_TO_TOON_THRESHOLDS.minSavedShare * 100} %).`,
   params: z.strictObject({}),
 });
 

@@ -8,7 +8,13 @@ import type { Logger } from 'pino';
 import type { Authenticator } from './adapters/authenticator';
 import type { KvRateLimiter } from './adapters/rate-limiter';
 import { adminRoutes } from './admin/routes';
-import { envelopePlugin, requestIdFor } from './http/envelope';
+import {
+  answerClientError,
+  envelopePlugin,
+  frameworkError,
+  requestIdFor,
+  rewriteUndecodablePath,
+} from './http/envelope';
 import { adminTokenPlugin } from './plugins/admin-token';
 import { authPlugin } from './plugins/auth';
 import { openapiPlugin } from './plugins/openapi';
@@ -39,6 +45,12 @@ function baseApp(logger: Logger, trustProxy: boolean) {
     trustProxy,
     return503OnClosing: true,
     bodyLimit: DEFAULT_BODY_LIMIT,
+    // Ids of any length reach their route and are reported unknown there; Node's 16 KB limit
+    // on the request head still bounds them.
+    routerOptions: { maxParamLength: 2_048 },
+    rewriteUrl: rewriteUndecodablePath,
+    frameworkErrors: frameworkError,
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

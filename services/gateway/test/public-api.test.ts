@@ -1,4 +1,4 @@
-import { LIMITS } from '@tamp/proto';
+import { ERROR_CODES, LIMITS } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness } from './harness';
 
@@ -506,5 +506,25 @@ describe('discovery', () => {
     ).toBeDefined();
     const docs = await harness.app.inject({ url: '/docs' });
     expect([200, 302]).toContain(docs.statusCode);
+  });
+
+  it('states the rules a client can break: exclusive fields, extensions, every error code', async () => {
+    const document = (await harness.app.inject({ url: '/openapi.json' })).json();
+    const body = (path: string) =>
+      document.paths[path].post.requestBody.content['application/json'].schema;
+    const exclusive = (pair: string[]) => ({
+      oneOf: pair.map((field) => ({ required: [field] })),
+    });
+    expect(body('/v1/audio').allOf).toEqual([exclusive(['preset', 'operations'])]);
+    expect(body('/v1/text').allOf).toEqual([
+      exclusive(['preset', 'operations']),
+      exclusive(['text', 'fileId']),
+    ]);
+    const filename = new RegExp(body('/v1/upload').properties.filename.pattern);
+    expect(['a.mp3', 'B.JPEG', 'c.webp', 'd.TXT'].every((name) => filename.test(name))).toBe(true);
+    expect(['a.doc', 'jpg', 'a.mp4'].some((name) => filename.test(name))).toBe(false);
+    for (const [code, status] of Object.entries(ERROR_CODES)) {
+      expect(document.info.description).toContain(`| ${code} | ${status} |`);
+    }
   });
 });

@@ -32,70 +32,78 @@ const operationsOf = <Operation extends z.ZodType>(operation: Operation) =>
     .describe('1 to 10 operations, applied in order; omitted params take their defaults');
 
 /**
- * Exactly one of two fields: both or neither is a VALIDATION_ERROR naming the fields. Runs even
- * when other fields failed, so `details` lists every issue at once.
+ * Exactly one field of each pair: both or neither is a VALIDATION_ERROR naming the fields. The
+ * checks run even when other fields failed, so `details` lists every issue at once. The rule is
+ * also stated in the OpenAPI document (`allOf` of one `oneOf` per pair), which zod cannot
+ * derive from a refinement.
  */
-function exactlyOne<Schema extends z.ZodType>(schema: Schema, first: string, second: string) {
+function exactlyOneOfEach<Schema extends z.ZodType>(
+  schema: Schema,
+  pairs: readonly (readonly [string, string])[],
+) {
   const present = (value: unknown, key: string) =>
     typeof value === 'object' &&
     value !== null &&
     (value as Record<string, unknown>)[key] !== undefined;
   const always = { when: () => true };
-  return schema
-    .refine((value) => !(present(value, first) && present(value, second)), {
-      ...always,
-      path: [second],
-      message: `Send either ${first} or ${second}, not both`,
-    })
-    .refine((value) => present(value, first) || present(value, second), {
-      ...always,
-      path: [first],
-      message: `One of ${first} or ${second} is required`,
-    });
+  let checked: z.ZodType = schema;
+  for (const [first, second] of pairs) {
+    checked = checked
+      .refine((value) => !(present(value, first) && present(value, second)), {
+        ...always,
+        path: [second],
+        message: `Send either ${first} or ${second}, not both`,
+      })
+      .refine((value) => present(value, first) || present(value, second), {
+        ...always,
+        path: [first],
+        message: `One of ${first} or ${second} is required`,
+      });
+  }
+  return (checked as Schema).meta({
+    allOf: pairs.map(([first, second]) => ({
+      oneOf: [{ required: [first] }, { required: [second] }],
+    })),
+  });
 }
 
-export const audioJobBody = exactlyOne(
+const PRESET_OR_OPERATIONS = ['preset', 'operations'] as const;
+
+export const audioJobBody = exactlyOneOfEach(
   z.strictObject({
     audioId: z.string().min(1).describe('Upload id of an .mp3 or .wav file'),
     preset: z.enum(AUDIO_PRESET_NAMES).optional(),
     operations: operationsOf(audioOperationSchema).optional(),
     webhookUrl: webhookUrl.optional(),
   }),
-  'preset',
-  'operations',
+  [PRESET_OR_OPERATIONS],
 );
 
-export const imageJobBody = exactlyOne(
+export const imageJobBody = exactlyOneOfEach(
   z.strictObject({
     imageId: z.string().min(1).describe('Upload id of a .jpg, .jpeg, .png or .webp file'),
     preset: z.enum(IMAGE_PRESET_NAMES).optional(),
     operations: operationsOf(imageOperationSchema).optional(),
     webhookUrl: webhookUrl.optional(),
   }),
-  'preset',
-  'operations',
+  [PRESET_OR_OPERATIONS],
 );
 
-export const textJobBody = exactlyOne(
-  exactlyOne(
-    z.strictObject({
-      text: z
-        .string()
-        .refine((text) => countCharacters(text) <= LIMITS.inlineTextCharacters, {
-          message: `text is limited to ${LIMITS.inlineTextCharacters} characters`,
-        })
-        .describe('Inline text, up to 5,000,000 characters')
-        .optional(),
-      fileId: z.string().min(1).describe('Upload id of a .pdf or .txt file').optional(),
-      preset: z.enum(TEXT_PRESET_NAMES).optional(),
-      operations: operationsOf(textOperationSchema).optional(),
-      webhookUrl: webhookUrl.optional(),
-    }),
-    'preset',
-    'operations',
-  ),
-  'text',
-  'fileId',
+export const textJobBody = exactlyOneOfEach(
+  z.strictObject({
+    text: z
+      .string()
+      .refine((text) => countCharacters(text) <= LIMITS.inlineTextCharacters, {
+        message: `text is limited to ${LIMITS.inlineTextCharacters} characters`,
+      })
+      .describe('Inline text, up to 5,000,000 characters')
+      .optional(),
+    fileId: z.string().min(1).describe('Upload id of a .pdf or .txt file').optional(),
+    preset: z.enum(TEXT_PRESET_NAMES).optional(),
+    operations: operationsOf(textOperationSchema).optional(),
+    webhookUrl: webhookUrl.optional(),
+  }),
+  [PRESET_OR_OPERATIONS, ['text', 'fileId']],
 );
 
 export type AudioJobBody = z.output<typeof audioJobBody>;

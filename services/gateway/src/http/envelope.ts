@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { asServiceError } from '@tamp/kit';
 import { type ErrorCode, ServiceError } from '@tamp/proto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -68,24 +70,30 @@ export const envelopePlugin = fp(
       for (const method of [route.method].flat()) entry.methods.add(method);
     });
 
-    app.setNotFoundHandler((request, reply) => {
+    /** No route matched: 405 with Allow when the path exists under another method, else 404. */
+    const answerUnmatched = (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0] ?? '/';
       const allowed = new Set<string>();
       for (const { pattern, methods } of routes.values()) {
         if (pattern.test(path)) for (const method of methods) allowed.add(method);
       }
       if (allowed.size > 0 && !allowed.has(request.method)) {
-        reply.header('allow', [...allowed].sort().join(', '));
+        const allow = [...allowed].sort().join(', ');
+        reply.header('allow', allow);
         return sendError(
           reply,
           'METHOD_NOT_ALLOWED',
-          `${request.method} is not allowed on ${path}; allowed: ${[...allowed].sort().join(', ')}`,
+          `${request.method} is not allowed on ${path}; allowed: ${allow}`,
         );
       }
       return sendError(reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
-    });
+    };
+    app.setNotFoundHandler(answerUnmatched);
 
     app.setErrorHandler((caught: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      // An unknown method that may carry a body (QUERY) fails fastify's content-type check
+      // before the not-found route runs: it is still just a method this path does not have.
+      if (request.is404) return answerUnmatched(request, reply);
       const error = asServiceError(caught) as FastifyError | ServiceError;
       if (error instanceof ServiceError) {
         if (error !== caught) request.log.warn({ err: caught }, 'dependency unavailable');
@@ -127,3 +135,73 @@ export const envelopePlugin = fp(
   },
   { name: 'envelope' },
 );
+
+/**
+ * Errors fastify raises before routing (a path that is not valid percent-encoding, a parameter
+ * longer than the router allows): answered like any other, in the envelope.
+ */
+export function frameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', _request.id);
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return sendError(reply, 'URI_TOO_LONG', 'The request path is too long');
+  }
+  return sendError(reply, 'NOT_FOUND', 'No such route');
+}
+
+/**
+ * A path whose percent-encoding is not UTF-8 (`/v1/jobs/%FF%FE`) is routed as the literal text
+ * it is, so an id that does not parse is reported as unknown (JOB_NOT_FOUND, after
+ * authentication) like any other, not as a 400 from the router.
+ */
+export function rewriteUndecodablePath(request: { url?: string }): string {
+  const url = request.url ?? '/';
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    return path.replaceAll('%', '%25') + (queryAt === -1 ? '' : url.slice(queryAt));
+  }
+}
+
+/** What Node's HTTP parser refuses before any framework sees the request. */
+const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: 'HEADERS_TOO_LARGE',
+    message: 'The request line and headers are too large',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    code: 'REQUEST_TIMEOUT',
+    message: 'The request was not received in time',
+  },
+};
+
+/**
+ * Node answers a request its parser cannot read with a bare status line; this answers it with
+ * the error envelope instead (then closes the connection, which cannot be trusted further).
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const known = CLIENT_ERRORS[error.code ?? ''];
+  const status = known?.status ?? 400;
+  const body = JSON.stringify({
+    success: false,
+    error: {
+      code: known?.code ?? 'VALIDATION_ERROR',
+      message: known?.message ?? 'The request is not valid HTTP',
+    },
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}

@@ -1,8 +1,17 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { ERROR_CODE_MEANINGS, ERROR_CODES, type ErrorCode } from '@tamp/proto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+
+/** Every error code, its HTTP status and when it is answered: the rules a client can break. */
+function errorCodeTable(): string {
+  const rows = (Object.keys(ERROR_CODES) as ErrorCode[]).map(
+    (code) => `| ${code} | ${ERROR_CODES[code]} | ${ERROR_CODE_MEANINGS[code]} |`,
+  );
+  return ['Error codes:', '', '| Code | HTTP | When |', '|---|---|---|', ...rows].join('\n');
+}
 
 /**
  * OpenAPI 3.1 from the routes' zod schemas (the same ones that validate): the document at
@@ -20,7 +29,8 @@ export const openapiPlugin = fp(
             'Compress audio, images and text through jobs. Every response is an envelope ' +
             '`{ success, data | error }` and carries `X-Request-Id`. Rate limits per account ' +
             '(free 60/min, pro 600/min) are reported in `RateLimit-*` headers; over the limit ' +
-            'is 429 `RATE_LIMITED` with `Retry-After`.',
+            'is 429 `RATE_LIMITED` with `Retry-After`.\n\n' +
+            errorCodeTable(),
         },
         components: {
           securitySchemes: {

@@ -13,24 +13,29 @@ import { z } from 'zod';
 import type { RouteDependencies } from './dependencies';
 import { errorResponses } from './errors';
 
+/**
+ * A number in a query string. `z.coerce.number()` alone reads an empty `wait=` as 0; here it is
+ * refused like any other text that is not a number.
+ */
+const queryNumber = <Schema extends z.ZodType>(schema: Schema) =>
+  z.preprocess((value) => (value === '' ? Number.NaN : value), schema);
+
 const jobQuery = z.strictObject({
-  wait: z.coerce
-    .number()
-    .min(LIMITS.waitSeconds.min)
-    .max(LIMITS.waitSeconds.max)
-    .describe('Seconds to hold the response until the job is completed or failed (0–30)')
-    .optional(),
+  wait: queryNumber(
+    z.coerce
+      .number()
+      .min(LIMITS.waitSeconds.min)
+      .max(LIMITS.waitSeconds.max)
+      .describe('Seconds to hold the response until the job is completed or failed (0–30)'),
+  ).optional(),
 });
 
 const listQuery = z.strictObject({
   type: z.enum(JOB_TYPES).optional(),
   status: z.enum(JOB_STATUSES).optional(),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(LIMITS.listLimit.min)
-    .max(LIMITS.listLimit.max)
-    .default(LIMITS.listLimit.default),
+  limit: queryNumber(
+    z.coerce.number().int().min(LIMITS.listLimit.min).max(LIMITS.listLimit.max),
+  ).default(LIMITS.listLimit.default),
   cursor: z.string().min(1).max(1024).describe('nextCursor of the previous page').optional(),
 });
 

@@ -1,4 +1,10 @@
-import { LIMITS, publicUpload, successEnvelope, uploadEndpoints } from '@tamp/proto';
+import {
+  LIMITS,
+  publicUpload,
+  successEnvelope,
+  UPLOAD_FILENAME_PATTERN,
+  uploadEndpoints,
+} from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from './dependencies';
@@ -9,7 +15,11 @@ const uploadBody = z.strictObject({
     .string()
     .min(LIMITS.filenameLength.min)
     .max(LIMITS.filenameLength.max)
-    .describe('Extension decides the content type: .mp3 .wav .pdf .txt .jpg .jpeg .png .webp'),
+    .describe(
+      'Extension decides the content type: .mp3 .wav .pdf .txt .jpg .jpeg .png .webp ' +
+        '(any case); another extension, or none, is 422 INVALID_FORMAT',
+    )
+    .meta({ pattern: UPLOAD_FILENAME_PATTERN }),
   size: z.number().int().min(1).describe('Declared size in bytes; checked against the plan limit'),
 });
 

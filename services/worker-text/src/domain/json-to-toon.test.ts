@@ -1,6 +1,6 @@
 import { decode } from '@toon-format/toon';
 import { describe, expect, it } from 'vitest';
-import { convertJsonBlocksToToon } from './json-to-toon';
+import { convertJsonBlocksToToon, worthConverting } from './json-to-toon';
 import { countTokens } from './tokens';
 
 /** 100 rows x 6 fields, the shape TOON is made for. */
@@ -99,6 +99,21 @@ describe('convertJsonBlocksToToon on uniform arrays of objects', () => {
 });
 
 describe('convertJsonBlocksToToon leaves text alone when it should', () => {
+  it('keeps a small object in prose byte for byte: a token or two is not worth it', () => {
+    const text = 'Send {"id": 42, "name": "Ada"} to the queue, then {"ok": true} back.';
+    const result = convertJsonBlocksToToon(text);
+    expect(result.text).toBe(text);
+    expect(result.blocksConverted).toBe(0);
+  });
+
+  it('converts only blocks of 40+ tokens saving 10+ tokens and 10 %', () => {
+    expect(worthConverting(39, 10)).toBe(false); // too small, however large the saving
+    expect(worthConverting(60, 51)).toBe(false); // saves 9 tokens
+    expect(worthConverting(200, 181)).toBe(false); // saves 19 tokens, under 10 %
+    expect(worthConverting(60, 50)).toBe(true);
+    expect(worthConverting(200, 180)).toBe(true);
+  });
+
   it('skips deeply nested irregular JSON without adding tokens', () => {
     for (const input of [
       JSON.stringify(IRREGULAR),

@@ -1,3 +1,4 @@
+import { JSON_TO_TOON_THRESHOLDS } from '@tamp/proto';
 import { parseFaithfulJson } from './faithful-json';
 import { findEmbeddedJson } from './json-block-scanner';
 import { classifyLines, parseFenceOpening, splitInlineCode } from './markdown-structure';
@@ -51,9 +52,10 @@ const CONTEXT_CHARS = 256;
 
 /**
  * Decides one block. `frame` turns the TOON text into the exact replacement for
- * text[start, end). The block is converted only when TOON costs fewer tokens than compact
- * JSON (the rule users are promised) and the replacement, measured together with the text
- * around it (tokens merge across the seams), costs fewer tokens than what it replaces.
+ * text[start, end). The block is converted only when it is large and TOON saves enough tokens
+ * against compact JSON (worthConverting: the rule users are promised), and the replacement,
+ * measured together with the text around it (tokens merge across the seams), costs fewer
+ * tokens than what it replaces.
  */
 function decideBlock(
   text: string,
@@ -63,7 +65,7 @@ function decideBlock(
   frame: (toon: string) => string,
 ): Outcome {
   const toon = cheapestExactToon(value);
-  if (!toon || toon.tokens >= countTokens(JSON.stringify(value))) return SKIPPED;
+  if (!toon || !worthConverting(countTokens(JSON.stringify(value)), toon.tokens)) return SKIPPED;
   const replacement = frame(toon.text);
   const before = text.slice(
     Math.max(lineStartBefore(text, start) - 1, start - CONTEXT_CHARS, 0),
@@ -73,6 +75,15 @@ function decideBlock(
   const tokensNow = countTokens(before + text.slice(start, end) + after);
   if (countTokens(before + replacement + after) >= tokensNow) return SKIPPED;
   return { converted: true, replacement: { start, end, text: replacement } };
+}
+
+/** The contract's "large blocks" and "a saving that matters" (see JSON_TO_TOON_THRESHOLDS). */
+export function worthConverting(jsonTokens: number, toonTokens: number): boolean {
+  const { minBlockTokens, minSavedTokens, minSavedShare } = JSON_TO_TOON_THRESHOLDS;
+  const saved = jsonTokens - toonTokens;
+  return (
+    jsonTokens >= minBlockTokens && saved >= minSavedTokens && saved >= minSavedShare * jsonTokens
+  );
 }
 
 const JSON_FENCE_LABELS = new Set(['', 'json']);
