@@ -70,6 +70,12 @@ const accountView = accountLimits.extend({
     .default(null),
   billingCycleAnchor: z.iso.datetime().nullable(),
   createdAt: z.iso.datetime(),
+  /** Credits left now: the period's allowance (after any rollover due) and granted credits. */
+  credits: z.object({
+    allowanceRemaining: z.number().int(),
+    grantedRemaining: z.number().int(),
+    available: z.number().int(),
+  }),
 });
 
 const keyView = z.object({

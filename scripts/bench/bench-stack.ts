@@ -57,7 +57,10 @@ export interface BenchStack extends ApiClient {
   adminToken: string;
   /** A pro account whose rate limit is raised out of the way: benchmarks measure the work. */
   apiKey: string;
+  accountId: string;
   services: RunningServices;
+  /** The servers, for fault injection (pause, restart, kill by pid). */
+  infrastructure: RunningInfrastructure;
   stop(): Promise<void>;
 }
 
@@ -85,6 +88,8 @@ export async function startBenchStack(options: {
   log: (message: string) => void;
   /** How the services run (see startServices); memory is measured on the bundle. */
   runtime?: 'source' | 'bundle';
+  /** Extra variables for every service. */
+  env?: Record<string, string>;
 }): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), `tamp-bench-${options.name}-`));
   let infrastructure: RunningInfrastructure | undefined;
@@ -109,6 +114,7 @@ export async function startBenchStack(options: {
         ADMIN_TOKEN: adminToken,
         LOG_LEVEL: 'warn',
         PLANS_JSON: JSON.stringify({ pro: { rateLimitPerMinute: 10_000_000 } }),
+        ...options.env,
       },
       onLine: (service, line) => {
         serviceLogs.push(`${service} | ${line}`);
@@ -120,12 +126,12 @@ export async function startBenchStack(options: {
     } catch (error) {
       throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
     }
-    const account = await requestJson<{ apiKey: string }>(
+    const account = await requestJson<{ apiKey: string; accountId: string }>(
       `${services.adminUrl}/admin/accounts`,
       'POST',
       { body: { plan: 'pro' }, token: adminToken },
     );
-    const { apiKey } = dataOf(account, 'account creation');
+    const { apiKey, accountId } = dataOf(account, 'account creation');
     const { publicUrl } = services;
     options.log(`stack ready at ${publicUrl}`);
     return {
@@ -133,7 +139,9 @@ export async function startBenchStack(options: {
       adminUrl: services.adminUrl,
       adminToken,
       apiKey,
+      accountId,
       services,
+      infrastructure,
       api: <Data>(method: string, path: string, init?: { body?: unknown; token?: string }) =>
         requestJson<Data>(`${publicUrl}${path}`, method, init),
       stop,

@@ -423,6 +423,12 @@ describe('credits', () => {
     const jobId = newId('job');
     await reserve(accountId, jobId, 4);
     expect(await balance(accountId)).toEqual({ allowance: 0, granted: 1 });
+    // What operators see (admin API, `account show`).
+    expect((await call(billingEndpoints.getAccount, { accountId })).credits).toEqual({
+      allowanceRemaining: 0,
+      grantedRemaining: 1,
+      available: 1,
+    });
     const entry = await db.collection<LedgerEntry>('ledger').findOne({ _id: `reserve:${jobId}` });
     expect(entry).toMatchObject({ state: 'applied', allowance: -2, granted: -2 });
     const refund = { accountId, jobId };

@@ -9,7 +9,7 @@ import type { AccountDocument, ApiKeyDocument } from './adapters/documents';
 import { consumeJobEvents } from './adapters/job-event-consumer';
 import { KeyStore } from './adapters/key-store';
 import { UsageStore } from './adapters/usage-store';
-import { billingCycleAnchorProblem, billingPeriodAt } from './domain/billing-period';
+import { billingCycleAnchorProblem, billingPeriodAt, creditsNow } from './domain/billing-period';
 import type { PlanCatalog } from './domain/plans';
 import { usageSummary } from './domain/usage-summary';
 import {
@@ -64,6 +64,7 @@ export async function startBilling(
           : { secret: sealer.open(previous.secret), validUntil: previous.validUntil.toISOString() },
       billingCycleAnchor: account.billingCycleAnchor?.toISOString() ?? null,
       createdAt: account.createdAt.toISOString(),
+      credits: creditsNow(account, plans[account.plan].creditsPerPeriod, now()),
     };
   };
   /** Parses an anchor from a request, refusing one in the future (VALIDATION_ERROR). */

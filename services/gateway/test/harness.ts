@@ -188,6 +188,7 @@ export class Harness {
       billingCycleAnchor:
         billingCycleAnchor === null ? null : new Date(billingCycleAnchor).toISOString(),
       createdAt: new Date().toISOString(),
+      credits: { allowanceRemaining: 100, grantedRemaining: 0, available: 100 },
     });
     rpc.serve(
       billingEndpoints.updateAccount,

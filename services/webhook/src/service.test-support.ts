@@ -145,6 +145,7 @@ export function account(overrides: Partial<AccountView> & { webhookSecret: strin
     webhookUrl: null,
     billingCycleAnchor: null,
     createdAt: '2026-01-01T00:00:00.000Z',
+    credits: { allowanceRemaining: 100, grantedRemaining: 0, available: 100 },
     ...overrides,
   };
 }

@@ -38,3 +38,29 @@ export function billingCycleAnchorProblem(anchor: Date, now: Date): string | nul
   }
   return null;
 }
+
+/**
+ * An account's credits as of `now`, without writing: when a new period has started since the
+ * allowance was last touched, the allowance is the plan's (the rollover the next posting makes).
+ */
+export function creditsNow(
+  account: {
+    periodStart: Date;
+    billingCycleAnchor: Date | null;
+    allowanceRemaining: number;
+    grantedRemaining: number;
+  },
+  creditsPerPeriod: number,
+  now: Date,
+): { allowanceRemaining: number; grantedRemaining: number; available: number } {
+  const period = billingPeriodAt(now, account.billingCycleAnchor);
+  const allowanceRemaining =
+    period.start.getTime() > account.periodStart.getTime()
+      ? creditsPerPeriod
+      : account.allowanceRemaining;
+  return {
+    allowanceRemaining,
+    grantedRemaining: account.grantedRemaining,
+    available: allowanceRemaining + account.grantedRemaining,
+  };
+}
