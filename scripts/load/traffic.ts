@@ -76,7 +76,10 @@ export async function runTraffic(options: TrafficOptions): Promise<Creation[]> {
 
 /** One logical creation: retried as described above until accepted, refused or given up. */
 export async function createWithRetries(
-  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey' | 'requestTimeoutMs' | 'giveUpAfterMs'>,
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey' | 'requestTimeoutMs' | 'giveUpAfterMs'> & {
+    /** A key of the caller's (twins of one creation); default a fresh one for queued kinds. */
+    idempotencyKey?: string;
+  },
   kind: JobKind,
 ): Promise<Creation> {
   const started = performance.now();
@@ -84,7 +87,7 @@ export async function createWithRetries(
   const creation: Creation = {
     kind: kind.name,
     mode: kind.mode,
-    idempotencyKey: kind.mode === 'queued' ? randomUUID() : null,
+    idempotencyKey: kind.mode === 'queued' ? (options.idempotencyKey ?? randomUUID()) : null,
     jobId: null,
     acceptedStatus: null,
     statusAtCreation: null,
@@ -195,7 +198,14 @@ export async function drainJobs(
 ): Promise<FinishedJob[]> {
   const deadline = Date.now() + timeoutMs;
   const limit = pLimit(64);
-  const accepted = creations.filter((creation) => creation.jobId !== null);
+  // Twins of one keyed creation share a job: each job is waited for once.
+  const accepted = [
+    ...new Map(
+      creations
+        .filter((creation) => creation.jobId !== null)
+        .map((creation) => [creation.jobId, creation]),
+    ).values(),
+  ];
   return Promise.all(
     accepted.map((creation) =>
       limit(async () => {

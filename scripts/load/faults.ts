@@ -1,0 +1,146 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BenchStack } from '../bench/bench-stack';
+import type { ServerName } from '../infra/launcher';
+import type { ServiceName } from '../stack/services';
+import { type Creation, createWithRetries } from './traffic';
+import type { JobKind } from './workload';
+
+/**
+ * Faults injected into a running stack, each by process id: what dies or stalls in production
+ * (a worker OOM-killed mid-job, a service crashing, a broker or database pausing under a GC or
+ * a noisy neighbour, a broker restart during a deploy).
+ */
+export const FAULTS = [
+  'kill-worker-image',
+  'kill-worker-text',
+  'kill-worker-audio',
+  'kill-job',
+  'kill-billing',
+  'pause-nats',
+  'pause-ferretdb',
+  'pause-postgres',
+  'pause-minio',
+  'restart-nats',
+] as const;
+export type FaultName = (typeof FAULTS)[number];
+
+export interface FaultOutcome {
+  fault: FaultName;
+  /** Whether a worker was running a job when it was killed (kill-worker-* only). */
+  midJob?: boolean;
+  /** Seconds from the end of the fault (process resumed, restarted or dead) to normal answers. */
+  recoverySec: number;
+}
+
+const PAUSE_MS = 15_000;
+
+export async function injectFault(
+  stack: BenchStack,
+  fault: FaultName,
+  probe: Probe,
+  options: { pauseMs?: number } = {},
+): Promise<FaultOutcome> {
+  const pauseMs = options.pauseMs ?? PAUSE_MS;
+  const [action, ...rest] = fault.split('-');
+  const target = rest.join('-');
+  let midJob: boolean | undefined;
+  switch (action) {
+    case 'kill': {
+      const service = target as ServiceName;
+      if (service.startsWith('worker-')) midJob = await untilRunningAJob(stack, service);
+      process.kill(servicePid(stack, service), 'SIGKILL');
+      break;
+    }
+    case 'pause': {
+      const pid = serverPid(stack, target as ServerName);
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await sleep(pauseMs);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      break;
+    }
+    case 'restart':
+      await stack.infrastructure.servers[target as ServerName]?.restart();
+      break;
+  }
+  const recoverySec = await probe.untilHealthy();
+  return { fault, ...(midJob !== undefined && { midJob }), recoverySec };
+}
+
+function servicePid(stack: BenchStack, name: ServiceName): number {
+  const pid = stack.services.services.find((service) => service.name === name)?.pid();
+  if (pid === undefined) throw new Error(`${name} is not running`);
+  return pid;
+}
+
+function serverPid(stack: BenchStack, name: ServerName): number {
+  const pid = stack.infrastructure.servers[name]?.pid();
+  if (pid === undefined) throw new Error(`${name} was not started by this stack`);
+  return pid;
+}
+
+/** Waits (up to 30 s) until the worker reports a queued job in flight; false if it never does. */
+async function untilRunningAJob(stack: BenchStack, name: ServiceName): Promise<boolean> {
+  const service = stack.services.services.find((candidate) => candidate.name === name);
+  for (let check = 0; check < 300; check++) {
+    try {
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${service?.opsPort}/metrics`, {
+          signal: AbortSignal.timeout(1_000),
+        })
+      ).text();
+      const inFlight = /^tamp_jobs_in_flight\{[^}]*mode="queued"[^}]*\} (\d+)/m.exec(metrics);
+      if (Number(inFlight?.[1] ?? 0) > 0) return true;
+    } catch {
+      // Not answering yet (just restarted): look again.
+    }
+    await sleep(100);
+  }
+  return false;
+}
+
+/**
+ * "Normal service": an inline text job and an inline image job (gateway, job service, billing,
+ * the workers, the database and storage all take part) both answer 200 completed, and the job
+ * list answers. Every probe job is a real job, returned in `creations` for the accounting.
+ */
+export class Probe {
+  readonly creations: Creation[] = [];
+
+  constructor(
+    private readonly target: { baseUrl: string; apiKey: string },
+    private readonly kinds: JobKind[],
+  ) {}
+
+  /** Seconds until one round of probes succeeds, polling every 500 ms for at most `limitSec`. */
+  async untilHealthy(limitSec = 180): Promise<number> {
+    const started = performance.now();
+    while ((performance.now() - started) / 1000 < limitSec) {
+      if (await this.healthy()) return Math.round((performance.now() - started) / 100) / 10;
+      await sleep(500);
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  private async healthy(): Promise<boolean> {
+    const answers = await Promise.all(
+      this.kinds.map((kind) =>
+        createWithRetries({ ...this.target, requestTimeoutMs: 10_000, giveUpAfterMs: 1 }, kind),
+      ),
+    );
+    this.creations.push(...answers);
+    const listed = await fetch(`${this.target.baseUrl}/v1/jobs?limit=1`, {
+      headers: { authorization: `Bearer ${this.target.apiKey}` },
+      signal: AbortSignal.timeout(10_000),
+    }).then(
+      async (response) => {
+        await response.body?.cancel();
+        return response.status === 200;
+      },
+      () => false,
+    );
+    return listed && answers.every((answer) => answer.statusAtCreation === 'completed');
+  }
+}

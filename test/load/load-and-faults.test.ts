@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BenchStack, startBenchStack } from '../../scripts/bench/bench-stack';
+import { FAULTS } from '../../scripts/load/faults';
+import { formatReport, runScenario, type ScenarioReport } from '../../scripts/load/scenario';
+
+/**
+ * The short form of the load-and-fault suite (the long form is scripts/load/run.ts): a stack
+ * of its own, since its faults stop the servers; a burst of keyed twins; then a mixed stream
+ * above what the workers drain while every fault is injected once: each worker SIGKILLed
+ * mid-job, the job and billing services SIGKILLed, NATS, FerretDB, PostgreSQL and MinIO
+ * paused for 15 s, NATS restarted. Then the books: nothing lost, each job terminal once,
+ * charged once, credits exact, and normal service back within 30 s of every fault.
+ */
+let stack: BenchStack;
+let report: ScenarioReport;
+
+beforeAll(async () => {
+  stack = await startBenchStack({ name: 'load-test', toolsProfile: 'test', log: () => {} });
+  report = await runScenario(stack, {
+    burst: { keys: 40, duplicates: 5 },
+    stream: {
+      ratePerSecond: 2,
+      durationMs: FAULTS.length * 25_000,
+      kinds: ['text-queued', 'text-inline', 'image-inline', 'image-avif', 'audio-3s'],
+    },
+    faults: FAULTS,
+    drainMs: 8 * 60_000,
+    log: (message) => console.log(message),
+  });
+  console.log(formatReport(report));
+}, 20 * 60_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('under a burst, a sustained stream and every fault', () => {
+  it('makes one job and one charge per Idempotency-Key', () => {
+    expect(report.burst.jobs).toBe(report.burst.keys);
+    expect(report.burst.charged).toBe(report.burst.expectedCharge);
+  });
+
+  it('completes every accepted job, none failed, none lost', () => {
+    expect(report.books.lost).toBe(0);
+    expect(report.outcomes.unfinished).toBe(0);
+    expect(report.outcomes.failures).toEqual([]);
+    expect(report.books.completed).toBe(report.books.jobs);
+  });
+
+  it('keeps the books exact: one terminal event, one reservation, credits equal to the work', () => {
+    expect(report.problems).toEqual([]);
+    expect(report.books.creditsCharged).toBe(report.books.creditsOfCompletedJobs);
+  });
+
+  it('answers every 503 with Retry-After', () => {
+    expect(report.traffic.answers503WithoutRetryAfter).toBe(0);
+  });
+
+  it('killed every worker while it ran a job', () => {
+    const kills = report.faults.filter((fault) => fault.fault.startsWith('kill-worker'));
+    expect(kills.map((kill) => kill.midJob)).toEqual([true, true, true]);
+  });
+
+  it('is back to normal within 30 s of each fault ending', () => {
+    for (const fault of report.faults) {
+      expect(fault.recoverySec, fault.fault).toBeLessThanOrEqual(30);
+    }
+  });
+});
