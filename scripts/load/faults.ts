@@ -26,6 +26,8 @@ export type FaultName = (typeof FAULTS)[number];
 
 export interface FaultOutcome {
   fault: FaultName;
+  /** For pauses: what the job service's /readyz said while the server was stopped. */
+  readyDuringPause?: boolean;
   /** Whether a worker was running a job when it was killed (kill-worker-* only). */
   midJob?: boolean;
   /** Seconds from the end of the fault (process resumed, restarted or dead) to normal answers. */
@@ -44,6 +46,7 @@ export async function injectFault(
   const [action, ...rest] = fault.split('-');
   const target = rest.join('-');
   let midJob: boolean | undefined;
+  let readyDuringPause: boolean | undefined;
   switch (action) {
     case 'kill': {
       const service = target as ServiceName;
@@ -55,7 +58,9 @@ export async function injectFault(
       const pid = serverPid(stack, target as ServerName);
       process.kill(pid, 'SIGSTOP');
       try {
-        await sleep(pauseMs);
+        await sleep(pauseMs / 2);
+        readyDuringPause = await isReady(stack, 'job');
+        await sleep(pauseMs / 2);
       } finally {
         process.kill(pid, 'SIGCONT');
       }
@@ -66,7 +71,26 @@ export async function injectFault(
       break;
   }
   const recoverySec = await probe.untilHealthy();
-  return { fault, ...(midJob !== undefined && { midJob }), recoverySec };
+  return {
+    fault,
+    ...(midJob !== undefined && { midJob }),
+    ...(readyDuringPause !== undefined && { readyDuringPause }),
+    recoverySec,
+  };
+}
+
+/** A service's /readyz verdict (it names the dependency that is down when it says no). */
+async function isReady(stack: BenchStack, name: ServiceName): Promise<boolean> {
+  const service = stack.services.services.find((candidate) => candidate.name === name);
+  try {
+    const response = await fetch(`http://127.0.0.1:${service?.opsPort}/readyz`, {
+      signal: AbortSignal.timeout(5_000),
+    });
+    await response.body?.cancel();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
 }
 
 function servicePid(stack: BenchStack, name: ServiceName): number {

@@ -204,6 +204,8 @@ export function formatReport(report: ScenarioReport): string {
           report.faults.map((fault) => ({
             fault: fault.fault,
             'mid-job': fault.midJob === undefined ? '' : String(fault.midJob),
+            'ready while paused':
+              fault.readyDuringPause === undefined ? '' : String(fault.readyDuringPause),
             'recovery s': fault.recoverySec,
           })),
         ),

@@ -61,6 +61,13 @@ describe('under a burst, a sustained stream and every fault', () => {
     expect(kills.map((kill) => kill.midJob)).toEqual([true, true, true]);
   });
 
+  it('reports a paused dependency on /readyz (the job service uses all four)', () => {
+    const pauses = report.faults.filter((fault) => fault.fault.startsWith('pause'));
+    expect(pauses.map((pause) => [pause.fault, pause.readyDuringPause])).toEqual(
+      pauses.map((pause) => [pause.fault, false]),
+    );
+  });
+
   it('is back to normal within 30 s of each fault ending', () => {
     for (const fault of report.faults) {
       expect(fault.recoverySec, fault.fault).toBeLessThanOrEqual(30);

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
+import { uploadBytes } from '../../scripts/bench/bench-stack';
 import { freePort } from '../../scripts/infra/launcher';
 import { PROJECT_ROOT } from '../../scripts/infra/provision';
+import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
 
 interface StackFile {
   publicUrl: string;
@@ -30,48 +32,85 @@ function processesUsing(path: string): string[] {
   return output.split('\n').filter((line) => line.includes(path) && !line.includes('ps -eo'));
 }
 
-describe('npm start (the whole local stack)', () => {
-  let dataDir: string;
-  let stack: ChildProcess | undefined;
+/** Half a minute of speech: long enough to keep ffmpeg busy while the stack is stopped. */
+async function longSpeech(dataDir: string): Promise<Buffer> {
+  const path = join(dataDir, 'speech.wav');
+  await generateLongWav(path, 30, { channels: 1 });
+  return readFile(path);
+}
 
-  afterAll(async () => {
-    if (stack?.exitCode === null) stack.kill('SIGKILL');
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+/** `npm start` on a data folder; resolves once it printed its ready line. */
+async function startStack(dataDir: string): Promise<{ child: ChildProcess; port: number }> {
+  const [port, adminPort] = await Promise.all([freePort(), freePort()]);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    TAMP_DATA_DIR: dataDir,
+  };
+  // Its own servers, not the test run's: this is the launcher under test.
+  delete env.NATS_URL;
+  delete env.MONGO_URL;
+  delete env.S3_ENDPOINT;
+  const child = spawn(process.execPath, ['scripts/run.mjs', 'start'], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  const output: string[] = [];
+  const ready = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output.push(line);
+      if (/\bready\b/.test(line) && line.includes(`http://127.0.0.1:${port}`)) resolve(line);
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
+    child.once('exit', (code) =>
+      reject(new Error(`stack exited with ${code}:\n${output.slice(-40).join('\n')}`)),
+    );
+  });
+  await ready;
+  return { child, port };
+}
 
+const running = new Set<ChildProcess>();
+const dataDirs: string[] = [];
+
+async function readStackFile(dataDir: string): Promise<StackFile> {
+  return JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as StackFile;
+}
+
+function pidsOf(stackFile: StackFile): number[] {
+  return [
+    stackFile.launcherPid,
+    ...stackFile.servers.map((server) => server.pid),
+    ...stackFile.services.map((service) => service.pid),
+  ];
+}
+
+/** Polls (100 ms) until `check` holds, for at most `timeoutMs`; the last value either way. */
+async function within<T>(timeoutMs: number, check: () => T): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = check();
+  while (!value && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = check();
+  }
+  return value;
+}
+
+afterAll(async () => {
+  for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const dataDir of dataDirs) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start (the whole local stack)', () => {
   it('starts every service against fresh servers, answers, and stops leaving no process', async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'tamp-stack-'));
-    const [port, adminPort] = await Promise.all([freePort(), freePort()]);
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(port),
-      ADMIN_PORT: String(adminPort),
-      TAMP_DATA_DIR: dataDir,
-    };
-    // Its own servers, not the test run's: this is the launcher under test.
-    delete env.NATS_URL;
-    delete env.MONGO_URL;
-    delete env.S3_ENDPOINT;
-    const child = spawn(process.execPath, ['scripts/run.mjs', 'start'], {
-      cwd: PROJECT_ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    stack = child;
-    const output: string[] = [];
-    const ready = new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        output.push(line);
-        if (/\bready\b/.test(line) && line.includes(`http://127.0.0.1:${port}`)) resolve(line);
-      });
-      createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
-      child.once('exit', (code) =>
-        reject(new Error(`stack exited with ${code}:\n${output.slice(-40).join('\n')}`)),
-      );
-    });
-    await ready;
+    const dataDir = await mkdtemp(join(tmpdir(), 'tamp-stack-'));
+    dataDirs.push(dataDir);
+    const { child, port } = await startStack(dataDir);
 
-    const stackFile = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as StackFile;
+    const stackFile = await readStackFile(dataDir);
     expect(stackFile.services.map((service) => service.name).sort()).toEqual([
       'billing',
       'gateway',
@@ -115,12 +154,89 @@ describe('npm start (the whole local stack)', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
 
-    const pids = [
-      stackFile.launcherPid,
-      ...stackFile.servers.map((server) => server.pid),
-      ...stackFile.services.map((service) => service.pid),
-    ];
-    expect(pids.filter(isRunning)).toEqual([]);
+    expect(pidsOf(stackFile).filter(isRunning)).toEqual([]);
     expect(processesUsing(dataDir)).toEqual([]);
   }, 240_000);
+
+  it('stops within 15 s while its workers are busy, leaving no process', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'tamp-stack-'));
+    dataDirs.push(dataDir);
+    const { child } = await startStack(dataDir);
+    const stackFile = await readStackFile(dataDir);
+    const adminToken = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+    const client = {
+      api: async <Data>(
+        method: string,
+        path: string,
+        init: { body?: unknown; token?: string } = {},
+      ) => {
+        const base = path.startsWith('/admin') ? stackFile.adminUrl : stackFile.publicUrl;
+        const response = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${init.token ?? adminToken}`,
+            ...(init.body !== undefined && { 'content-type': 'application/json' }),
+          },
+          body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        });
+        return { status: response.status, body: (await response.json()) as { data?: Data } };
+      },
+    };
+    const account = await client.api<{ apiKey: string }>('POST', '/admin/accounts', {
+      body: { plan: 'pro' },
+    });
+    const apiKey = account.body.data!.apiKey;
+    const audioId = await uploadBytes(client, apiKey, 'speech.wav', await longSpeech(dataDir));
+    for (let index = 0; index < 4; index++) {
+      const created = await client.api('POST', '/v1/audio', {
+        token: apiKey,
+        body: { audioId, preset: 'podcast' },
+      });
+      expect(created.status).toBe(202);
+    }
+    const audioWorker = stackFile.services.find((service) => service.name === 'worker-audio')!;
+    const ffmpegOfWorker = () =>
+      execFileSync('ps', ['-o', 'args=', '--ppid', String(audioWorker.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes('ffmpeg'));
+    const busy = await within(30_000, () => {
+      try {
+        return ffmpegOfWorker().length > 0;
+      } catch {
+        return false; // ps exits 1 when the worker has no children yet
+      }
+    });
+    expect(busy).toBe(true);
+
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const stopping = performance.now();
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const stopSeconds = (performance.now() - stopping) / 1000;
+    console.log(`graceful stop with worker-audio busy: ${stopSeconds.toFixed(1)} s`);
+    expect(stopSeconds).toBeLessThan(15);
+    expect(isRunning(audioWorker.pid)).toBe(false);
+    expect(pidsOf(stackFile).filter(isRunning)).toEqual([]);
+    expect(processesUsing(dataDir)).toEqual([]);
+  }, 300_000);
+
+  it('leaves nothing behind when its launcher is killed outright, and starts again after', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'tamp-stack-'));
+    dataDirs.push(dataDir);
+    const first = await startStack(dataDir);
+    const stackFile = await readStackFile(dataDir);
+    // No signal handler runs: only the parent-death signals can stop the servers and services.
+    process.kill(stackFile.launcherPid, 'SIGKILL');
+    const left = await within(20_000, () => pidsOf(stackFile).filter(isRunning).length === 0);
+    expect(left, `still running: ${pidsOf(stackFile).filter(isRunning)}`).toBe(true);
+    await within(10_000, () => first.child.exitCode !== null);
+
+    const second = await startStack(dataDir);
+    const health = await fetch(`http://127.0.0.1:${second.port}/nope`);
+    expect(health.status).toBe(404);
+    const exited = new Promise((resolve) => second.child.once('exit', resolve));
+    second.child.kill('SIGTERM');
+    await exited;
+    expect(processesUsing(dataDir)).toEqual([]);
+  }, 300_000);
 });

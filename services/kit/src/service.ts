@@ -68,8 +68,13 @@ export class ServiceContext<Config extends ServiceEnv> {
     const probe = serialized
       ? await this.openMongoClient(url, `${this.name}-readiness`, 'mongo-readiness')
       : client;
+    // A read of one of the service's own collections: FerretDB answers `ping` itself, even while
+    // the PostgreSQL behind it is down, so only a read shows the database is really there.
+    const collection = indexes[0]?.collection;
     this.ops.addReadinessCheck('mongo', async () => {
-      await probe.db(database).command({ ping: 1 });
+      const probeDb = probe.db(database);
+      if (collection === undefined) await probeDb.command({ ping: 1 });
+      else await probeDb.collection(collection).findOne({}, { projection: { _id: 1 } });
     });
     await provisionIndexes(db, indexes);
     return db;
