@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, chown, mkdir } from 'node:fs/promises';
+import { chown, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -227,8 +227,6 @@ async function startPostgres(dataDir: string, launch: Launch): Promise<number> {
   if (user !== undefined) {
     const { uid, gid } = postgresIds();
     await chown(directory, uid, gid);
-    // The postgres user must be able to reach its folder through the data folder.
-    await chmod(dataDir, 0o711);
   }
   if (!existsSync(join(directory, 'PG_VERSION'))) await initdb(directory, user);
   const port = await freePort();

@@ -44,8 +44,23 @@ export function spawnOwned(
   return child;
 }
 
+/**
+ * Switches to `user`, keeping only the capability to look up paths (CAP_DAC_READ_SEARCH): a data
+ * folder inside root's private folders (a checkout in /root, a 0700 temp folder) stays reachable
+ * without loosening any folder's permissions.
+ */
 function userArgs(user: string): string[] {
-  return ['--reuid', user, '--regid', user, '--init-groups'];
+  return [
+    '--reuid',
+    user,
+    '--regid',
+    user,
+    '--init-groups',
+    '--inh-caps',
+    '+dac_read_search',
+    '--ambient-caps',
+    '+dac_read_search',
+  ];
 }
 
 const children = new Set<ChildProcess>();

@@ -9,9 +9,10 @@
  * concurrent clients for a fixed time. Creation latency (p50/p99, retries included) is measured
  * under that same load. Prints one table; nothing is asserted.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pLimit from 'p-limit';
-import { startBenchStack } from '../bench/bench-stack';
+import { type BenchStack, startBenchStack } from '../bench/bench-stack';
 import { summarizeCreations, summarizeOutcomes, table } from './report';
 import { type Creation, createWithRetries, drainJobs, runTraffic } from './traffic';
 import { JOB_KIND_NAMES, type JobKind, type JobKindName, prepareWorkload } from './workload';
@@ -29,6 +30,42 @@ const BURST: Record<JobKindName, number> = {
 const INLINE_CLIENTS = 4;
 const INLINE_SECONDS = 20;
 
+/** CPU seconds used so far by each process of the stack (utime + stime from /proc). */
+function cpuSeconds(stack: BenchStack): Map<string, number> {
+  const ticksPerSecond = 100; // USER_HZ on Linux
+  const processes: [string, number | undefined][] = [
+    ...stack.services.services.map((service): [string, number | undefined] => [
+      service.name,
+      service.pid(),
+    ]),
+    ...Object.values(stack.infrastructure.servers).map((server): [string, number | undefined] => [
+      server.name,
+      server.pid(),
+    ]),
+  ];
+  const usage = new Map<string, number>();
+  for (const [name, pid] of processes) {
+    try {
+      // Fields after the command name (which may hold spaces) start at ')'.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(')')[1]!.trim().split(' ');
+      usage.set(name, (Number(fields[11]) + Number(fields[12])) / ticksPerSecond);
+    } catch {
+      usage.set(name, 0);
+    }
+  }
+  return usage;
+}
+
+/** The process that used the most CPU between two readings, with its share of the total. */
+function busiest(before: Map<string, number>, after: Map<string, number>): string {
+  const used = [...after].map(
+    ([name, seconds]) => [name, seconds - (before.get(name) ?? 0)] as const,
+  );
+  const total = used.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const [name, seconds] = used.sort((a, b) => b[1] - a[1])[0] ?? ['-', 0];
+  return `${name} ${Math.round((seconds / Math.max(total, 0.001)) * 100)} %`;
+}
+
 export type CapacityRow = {
   kind: string;
   jobs: number;
@@ -38,13 +75,14 @@ export type CapacityRow = {
   completed: number;
   failed: number;
   '503s': number;
+  'busiest process (CPU share)': string;
 };
 
 export async function measureQueuedCapacity(
   target: { baseUrl: string; apiKey: string },
   kind: JobKind,
   jobs: number,
-): Promise<CapacityRow> {
+): Promise<Omit<CapacityRow, 'busiest process (CPU share)'>> {
   const started = performance.now();
   // Arrivals faster than any pipeline drains: creation and processing are both saturated.
   const creations = await runTraffic({
@@ -62,7 +100,7 @@ export async function measureInlineCapacity(
   target: { baseUrl: string; apiKey: string },
   kind: JobKind,
   seconds: number,
-): Promise<CapacityRow> {
+): Promise<Omit<CapacityRow, 'busiest process (CPU share)'>> {
   const creations: Creation[] = [];
   const endAt = performance.now() + seconds * 1000;
   const started = performance.now();
@@ -83,7 +121,7 @@ function row(
   creations: Creation[],
   finished: Awaited<ReturnType<typeof drainJobs>>,
   elapsedSec: number,
-): CapacityRow {
+): Omit<CapacityRow, 'busiest process (CPU share)'> {
   const traffic = summarizeCreations(creations);
   const outcomes = summarizeOutcomes(finished);
   return {
@@ -115,15 +153,16 @@ async function main(): Promise<void> {
     const rows: CapacityRow[] = [];
     for (const kind of kinds) {
       log(`measuring ${kind.name}…`);
-      rows.push(
+      const before = cpuSeconds(stack);
+      const row =
         kind.mode === 'inline'
           ? await measureInlineCapacity(target, kind, INLINE_SECONDS * scale)
           : await measureQueuedCapacity(
               target,
               kind,
               Math.ceil(BURST[kind.name as JobKindName] * scale),
-            ),
-      );
+            );
+      rows.push({ ...row, 'busiest process (CPU share)': busiest(before, cpuSeconds(stack)) });
       log(table(rows.slice(-1)));
     }
     process.stdout.write(`${table(rows)}\n`);
