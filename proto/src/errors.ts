@@ -1,6 +1,6 @@
 /**
  * Every error code the public API can answer with, and its HTTP status. The spec defines the
- * first six; DECISIONS.md closes the rest.
+ * first six; docs/decisions.md#responses-and-errors closes the rest.
  */
 export const ERROR_CODES = {
   INVALID_FORMAT: 422,

@@ -47,7 +47,7 @@ export const accountLimits = z.object({
 export type AccountLimits = z.infer<typeof accountLimits>;
 
 /**
- * Where an account's 30-day billing cycles are counted from (DECISIONS.md "Period"): an ISO-8601
+ * Where an account's 30-day billing cycles are counted from (docs/decisions.md#plans-credits-and-usage): an ISO-8601
  * instant with `Z` or an offset (e.g. `2025-01-15T00:00:00Z`), stored in UTC. That it is not in
  * the future is checked by billing (VALIDATION_ERROR), whose clock periods are computed with.
  */

@@ -1,4 +1,4 @@
-// The operators' CLI over the admin API (DECISIONS.md "Accounts and keys"):
+// The operators' CLI over the admin API (docs/decisions.md#accounts-and-keys):
 //   npm run --silent admin -- account create [--plan free|pro] [--credits N] [--webhook-url URL] --json
 //   npm run --silent admin -- account update <accountId> [--plan …] [--webhook-url URL|--no-webhook-url]
 //       [--billing-cycle-anchor <ISO instant>|--no-billing-cycle-anchor]

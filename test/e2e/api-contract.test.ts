@@ -3,7 +3,7 @@ import { photo, speechWav, tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 
 /**
- * The public contract (spec + DECISIONS.md) driven over HTTP against every service running as
+ * The public contract (spec + docs/decisions.md) driven over HTTP against every service running as
  * its own process on the real servers. Sections follow the spec's headings.
  */
 let stack: TestStack;

@@ -121,7 +121,7 @@ async function download(job: Job): Promise<{ bytes: Buffer; fileName: string }> 
   return { bytes: Buffer.from(await response.arrayBuffer()), fileName };
 }
 
-/** The DECISIONS.md metrics, checked against the bytes actually uploaded and downloaded. */
+/** The metrics of docs/decisions.md#what-a-job-holds, checked against the bytes actually uploaded and downloaded. */
 function expectMetrics(
   metrics: Metrics,
   inputSize: number,

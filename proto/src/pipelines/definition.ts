@@ -74,7 +74,7 @@ interface JsonSchemaProperty {
   enum?: unknown[];
 }
 
-/** The `/operations` shape of DECISIONS.md, read off the zod schema so it cannot drift. */
+/** The `/operations` shape (docs/decisions.md#pipelines), read off the zod schema so it cannot drift. */
 export function describeOperation(definition: OperationDefinition<string, z.ZodType>): {
   type: string;
   description: string;
@@ -126,7 +126,7 @@ export function expandPreset<Operation extends { type: string; params: unknown }
   return definition.finalizeChain(operations);
 }
 
-/** The `/presets` shape of DECISIONS.md. */
+/** The `/presets` shape (docs/decisions.md#pipelines). */
 export function describePresets<Operation extends { type: string; params: unknown }>(
   definition: PipelineDefinition<Operation, string>,
 ) {

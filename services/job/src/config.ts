@@ -5,7 +5,7 @@ import type { JobSettings } from './context';
 
 /** Defaults of every tunable; tests override single values. */
 export const DEFAULT_JOB_SETTINGS: JobSettings = {
-  // DECISIONS "Jobs": exponential backoff with a 2 s base.
+  // docs/decisions.md#lifecycle-and-attempts: exponential backoff with a 2 s base.
   retryBaseMs: 2_000,
   inlineReplyTimeoutMs: LIMITS.inlineReplyTimeoutMs,
   sweepIntervalMs: 30_000,

@@ -72,7 +72,7 @@ export class Uploads {
   /** A job takes the upload as its input; the order of the checks is in domain/consumption.ts. */
   async consume(request: ConsumeUploadRequest): Promise<ConsumeUploadResponse> {
     const now = this.clock();
-    // A malformed id is unknown, never a validation error (DECISIONS.md).
+    // A malformed id is unknown, never a validation error (docs/decisions.md#ids).
     const found = isId('upload', request.uploadId)
       ? await this.repository.find(request.uploadId)
       : undefined;

@@ -121,7 +121,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   /** `ack`: done (scheduled, duplicate, or nothing to do). `retry`: a peer is down; try later. */
   async function scheduleEvent(event: JobEvent): Promise<'ack' | 'retry'> {
     const log = logger.child({ jobId: event.jobId, event: event.event });
-    // Inline jobs never emit webhooks: their result was in the response (DECISIONS.md).
+    // Inline jobs never emit webhooks: their result was in the response (docs/decisions.md#webhooks).
     if (event.inline) return 'ack';
     const id = deliveryKey(event.jobId, event.event);
     // A redelivered event whose sequence exists needs no account lookup.

@@ -3,7 +3,7 @@ import { retryDelayMs } from './backoff';
 import { isTerminal } from './job';
 
 /**
- * The worker-facing part of the lifecycle (DECISIONS "Jobs"), as pure decisions over the
+ * The worker-facing part of the lifecycle (docs/decisions.md#lifecycle-and-attempts), as pure decisions over the
  * stored status and attempt count. `attempt` is JetStream's delivery count less the deliveries
  * workers handed back on shutdown (JobAttempts.handBack): it counts every other delivery,
  * including one whose worker died before or while running it, so a gap between the stored

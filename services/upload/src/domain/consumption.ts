@@ -17,7 +17,7 @@ import type { FirstConsumption, Upload } from './upload';
  *      /v1/audio). Known from the extension alone, true forever, and no re-upload or retry can
  *      fix it, so the caller learns it before anything that depends on time or storage.
  *   3. UPLOAD_EXPIRED (410): more than 24 hours since creation, even when an earlier job consumed
- *      it successfully (DECISIONS.md).
+ *      it successfully (docs/decisions.md#uploads).
  *   4. The spec's first-consumption checks, in the spec's order:
  *      a. UPLOAD_NOT_COMPLETED (409): no object in storage. Not stored: the client may still PUT.
  *      b. FILE_TOO_LARGE (413): the real size exceeds the plan limit.

@@ -7,7 +7,7 @@ export type ContentFormat = 'mp3' | 'wav' | 'pdf' | 'jpeg' | 'png' | 'webp';
 export const SIGNATURE_HEAD_BYTES = 16;
 
 /**
- * Formats whose signature satisfies an extension (DECISIONS.md: an audio extension needs an MP3
+ * Formats whose signature satisfies an extension (docs/decisions.md#uploads: an audio extension needs an MP3
  * or WAV signature, an image extension a JPEG/PNG/WebP one, `.pdf` a PDF one). The workers
  * decode by content (ffmpeg and sharp probe the bytes), so a `.mp3` holding WAV bytes is still a
  * processable audio file. `null`: the kind has no signature; plain text skips the check.

@@ -1,5 +1,5 @@
 /**
- * Delays before each retry, measured from the previous attempt (DECISIONS.md, Webhooks):
+ * Delays before each retry, measured from the previous attempt (docs/decisions.md#webhooks):
  * 15 s, 5 min, 30 min, 2 h, 5 h — about 7.6 h in all, so a receiver down for hours still
  * gets the event.
  */

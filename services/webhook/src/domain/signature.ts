@@ -102,7 +102,7 @@ export function verifyServiceSignature(check: ServiceSignatureCheck): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** A new account signing secret: `whsec_` + base64 of 32 random bytes (DECISIONS.md). */
+/** A new account signing secret: `whsec_` + base64 of 32 random bytes (docs/decisions.md#webhooks). */
 export function generateWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(SECRET_KEY_BYTES).toString('base64')}`;
 }

@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
-/** Where webhooks may be sent. Decided per deployment (DECISIONS.md, Webhooks: target safety). */
+/** Where webhooks may be sent. Decided per deployment (docs/decisions.md#webhooks). */
 export interface TargetPolicy {
   /** Plain `http:` targets are accepted (local development only). */
   readonly allowHttp: boolean;
