@@ -1,6 +1,30 @@
-import type { Db, MongoClient } from 'mongodb';
+import type { Collection, Db, Document, MongoClient, OptionalUnlessRequiredId } from 'mongodb';
 
-export type { Db, MongoClient };
+export type { Collection, Db, MongoClient };
+
+/** A unique-key violation (MongoDB and FerretDB both answer code 11000). */
+export function isDuplicateKey(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000
+  );
+}
+
+/**
+ * Inserts `document` unless one with its `_id` (or another unique key) exists: true when this
+ * call inserted it. The one way every service claims something exactly once.
+ */
+export async function insertIfAbsent<Schema extends Document>(
+  collection: Collection<Schema>,
+  document: OptionalUnlessRequiredId<Schema>,
+): Promise<boolean> {
+  try {
+    await collection.insertOne(document);
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
+}
 
 /**
  * The driver (~20 MiB resident once loaded) is loaded on first connection, so processes that

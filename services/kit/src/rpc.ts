@@ -46,9 +46,10 @@ export interface CallMeta {
 }
 
 /**
- * Typed request/reply over core NATS for the contracts in `proto/src/services.ts`. Both ends
- * validate with the endpoint's schemas; a ServiceError thrown by a handler reaches the caller
- * as the same ServiceError; a missing or silent service is UNAVAILABLE, never a hang.
+ * Typed request/reply over core NATS for the contracts in `proto/src/services.ts`. Each side
+ * validates what it receives, once: the server the request, the caller the response (what a
+ * side sends is already typed). A ServiceError thrown by a handler reaches the caller as the
+ * same ServiceError; a missing or silent service is UNAVAILABLE, never a hang.
  */
 export class Rpc {
   constructor(
@@ -78,11 +79,10 @@ export class Rpc {
     }
     let reply: Msg;
     try {
-      reply = await this.nats.request(
-        this.subject(endpoint),
-        JSON.stringify(endpoint.request.parse(request)),
-        { timeout, headers },
-      );
+      reply = await this.nats.request(this.subject(endpoint), JSON.stringify(request), {
+        timeout,
+        headers,
+      });
     } catch (error) {
       this.logger.warn({ err: error, endpoint: this.subject(endpoint) }, 'service call failed');
       throw new ServiceError(
@@ -101,10 +101,7 @@ export class Rpc {
   /** Serves an endpoint in the service's queue group; each request is handled concurrently. */
   serve<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
-    handler: (
-      request: z.output<Endpoint['request']>,
-      meta: CallMeta,
-    ) => Promise<z.input<Endpoint['response']>>,
+    handler: EndpointHandler<Endpoint>,
   ): Subscription {
     return this.nats.subscribe(this.subject(endpoint), {
       queue: endpoint.service,
@@ -120,33 +117,20 @@ export class Rpc {
 
   private async handle<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
-    handler: (
-      request: z.output<Endpoint['request']>,
-      meta: CallMeta,
-    ) => Promise<z.input<Endpoint['response']>>,
+    handler: EndpointHandler<Endpoint>,
     message: Msg,
   ): Promise<void> {
     const respond = (body: z.infer<typeof replyEnvelope>) => {
       if (message.reply) message.respond(JSON.stringify(body));
     };
-    let payload: unknown;
-    try {
-      payload = message.json();
-    } catch {
-      respond({ ok: false, error: { code: 'VALIDATION_ERROR', message: 'Request is not JSON' } });
-      return;
-    }
-    const parsed = endpoint.request.safeParse(payload);
-    if (!parsed.success) {
+    const parsed = readMessage(message, endpoint.request);
+    if (!parsed.ok) {
       respond({
         ok: false,
         error: {
           code: 'VALIDATION_ERROR',
           message: 'The request is invalid',
-          details: parsed.error.issues.map((issue) => ({
-            path: issue.path.join('.'),
-            message: issue.message,
-          })),
+          details: parsed.issues,
         },
       });
       return;
@@ -162,9 +146,9 @@ export class Rpc {
     }
     try {
       const result = await otelContext.with(extractTraceContext(message.headers), () =>
-        handler(parsed.data as z.output<Endpoint['request']>, { deadline }),
+        handler(parsed.value as z.output<Endpoint['request']>, { deadline }),
       );
-      respond({ ok: true, data: endpoint.response.parse(result) });
+      respond({ ok: true, data: result });
     } catch (caught) {
       const error = asServiceError(caught);
       if (error instanceof ServiceError) {
@@ -184,6 +168,70 @@ export class Rpc {
       respond({ ok: false, error: { code: 'INTERNAL', message: 'Internal error' } });
     }
   }
+}
+
+export type EndpointHandler<Endpoint extends AnyEndpoint> = (
+  request: z.output<Endpoint['request']>,
+  meta: CallMeta,
+) => Promise<z.input<Endpoint['response']>>;
+
+/**
+ * A service's endpoints, served together and stopped together (each drained, so requests under
+ * way are answered): the one stop rule of every service.
+ */
+export class EndpointGroup {
+  private readonly subscriptions: Subscription[] = [];
+
+  constructor(private readonly rpc: Rpc) {}
+
+  serve<Endpoint extends AnyEndpoint>(
+    endpoint: Endpoint,
+    handler: EndpointHandler<Endpoint>,
+  ): this {
+    this.subscriptions.push(this.rpc.serve(endpoint, handler));
+    return this;
+  }
+
+  /** Resolves once the server has every subscription: callers may use the endpoints then. */
+  async ready(): Promise<this> {
+    await this.rpc.nats.flush();
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.subscriptions.map((subscription) =>
+        subscription.isClosed() ? undefined : subscription.drain().catch(() => undefined),
+      ),
+    );
+  }
+}
+
+export type ReadMessage<T> =
+  | { ok: true; value: T }
+  | { ok: false; body: unknown; issues: { path: string; message: string }[] };
+
+/** A NATS or JetStream message's JSON body validated by `schema`: the receiving side's one check. */
+export function readMessage<Schema extends z.ZodType>(
+  message: { json<T>(): T },
+  schema: Schema,
+): ReadMessage<z.output<Schema>> {
+  let body: unknown;
+  try {
+    body = message.json();
+  } catch {
+    return { ok: false, body: undefined, issues: [{ path: '', message: 'not JSON' }] };
+  }
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    body,
+    issues: parsed.error.issues.map((issue) => ({
+      path: issue.path.join('.'),
+      message: issue.message,
+    })),
+  };
 }
 
 function deadlineOf(message: Msg): number | undefined {

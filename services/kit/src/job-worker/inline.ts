@@ -10,7 +10,7 @@ import {
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { DEADLINE_HEADER } from '../rpc';
+import { DEADLINE_HEADER, readMessage } from '../rpc';
 import { jobWorkerMetrics } from './metrics';
 import type { ResourceGate } from './resource-gate';
 import { describeError, isPermanentError, type ProcessJob } from './types';
@@ -122,14 +122,8 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
   };
 
   const accept = (msg: Msg) => {
-    let body: unknown;
-    try {
-      body = msg.json();
-    } catch {
-      body = undefined;
-    }
-    const parsed = jobWorkMessage.safeParse(body);
-    if (!parsed.success) {
+    const read = readMessage(msg, jobWorkMessage);
+    if (!read.ok) {
       respond(msg, {
         status: 'failed',
         error: 'The inline work request is invalid',
@@ -145,7 +139,7 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
       return;
     }
     const controller = new AbortController();
-    const done: Promise<void> = limit(() => run(msg, parsed.data, controller))
+    const done: Promise<void> = limit(() => run(msg, read.value, controller))
       .catch((crash: unknown) => logger.error({ err: crash }, 'inline handling crashed'))
       .finally(() => running.delete(done));
     running.set(done, controller);

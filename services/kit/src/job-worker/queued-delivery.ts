@@ -1,7 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { type JobWorkMessage, jobEndpoints, jobWorkMessage } from '@tamp/proto';
 import type { Logger } from 'pino';
-import type { Rpc } from '../rpc';
+import { type Rpc, readMessage } from '../rpc';
 import { isTransientError } from '../transient-errors';
 import { untilAnswered } from './job-service-calls';
 import type { JobOutcomeLabel } from './metrics';
@@ -115,23 +115,17 @@ export class QueuedDelivery {
 
   /** The work message, or undefined for one nothing can ever process (terminated). */
   private async read(): Promise<JobWorkMessage | undefined> {
-    let body: unknown;
-    try {
-      body = this.msg.json();
-    } catch {
-      body = undefined;
-    }
-    const parsed = jobWorkMessage.safeParse(body);
-    if (parsed.success) {
-      this.jobId = parsed.data.jobId;
-      return parsed.data;
+    const read = readMessage(this.msg, jobWorkMessage);
+    if (read.ok) {
+      this.jobId = read.value.jobId;
+      return read.value;
     }
     this.settings.logger.error(
-      { issues: parsed.error.issues.slice(0, 5), seq: this.msg.seq },
+      { issues: read.issues.slice(0, 5), seq: this.msg.seq },
       'invalid job message',
     );
     // Tell the job service when the message at least names a job, so the job fails visibly.
-    const jobId = (body as { jobId?: unknown } | undefined)?.jobId;
+    const jobId = (read.body as { jobId?: unknown } | undefined)?.jobId;
     if (typeof jobId === 'string') {
       await this.settings.rpc
         .call(jobEndpoints.failAttempt, {
