@@ -13,6 +13,13 @@ export const ERROR_CODES = {
   VALIDATION_ERROR: 400,
   INSUFFICIENT_CREDITS: 402,
   IDEMPOTENCY_KEY_REUSED: 422,
+  /**
+   * A creation with the same Idempotency-Key is still in doubt (its claimant has not finished);
+   * answered with Retry-After. Retrying with the same key is safe and returns the one job.
+   * Added on the client-sdk branch for the client's retry policy; the lead reconciles it with
+   * the job service, which answers UNAVAILABLE in that case until then.
+   */
+  IDEMPOTENCY_KEY_IN_USE: 409,
   RATE_LIMITED: 429,
   PAYLOAD_TOO_LARGE: 413,
   NOT_FOUND: 404,
