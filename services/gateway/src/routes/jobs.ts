@@ -1,8 +1,7 @@
 import {
-  JOB_STATUSES,
-  JOB_TYPES,
   jobEndpoints,
-  LIMITS,
+  jobListQuery,
+  jobReadQuery,
   publicJob,
   publicJobList,
   successEnvelope,
@@ -13,27 +12,6 @@ import { z } from 'zod';
 import type { RouteDependencies } from './dependencies';
 import { errorResponses } from './errors';
 
-const jobQuery = z.strictObject({
-  wait: z.coerce
-    .number()
-    .min(LIMITS.waitSeconds.min)
-    .max(LIMITS.waitSeconds.max)
-    .describe('Seconds to hold the response until the job is completed or failed (0–30)')
-    .optional(),
-});
-
-const listQuery = z.strictObject({
-  type: z.enum(JOB_TYPES).optional(),
-  status: z.enum(JOB_STATUSES).optional(),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(LIMITS.listLimit.min)
-    .max(LIMITS.listLimit.max)
-    .default(LIMITS.listLimit.default),
-  cursor: z.string().min(1).max(1024).describe('nextCursor of the previous page').optional(),
-});
-
 export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   app.get(
     '/jobs/:id',
@@ -42,7 +20,7 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
         summary: 'Read a job, optionally long-polling until it finishes',
         tags: ['jobs'],
         params: z.object({ id: z.string() }),
-        querystring: jobQuery,
+        querystring: jobReadQuery,
         response: { 200: successEnvelope(publicJob), ...errorResponses },
       },
     },
@@ -75,7 +53,7 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
       schema: {
         summary: "List the account's jobs, newest first",
         tags: ['jobs'],
-        querystring: listQuery,
+        querystring: jobListQuery,
         response: { 200: successEnvelope(publicJobList), ...errorResponses },
       },
     },

@@ -7,12 +7,13 @@ import {
   PIPELINES,
   type Pipeline,
   publicJob,
+  publicOperationCatalogue,
+  publicPresetCatalogue,
   ServiceError,
   storageKeys,
   successEnvelope,
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import {
   audioCreateJob,
   type CreateJobContext,
@@ -40,38 +41,6 @@ const SUMMARIES: Record<Pipeline, string> = {
   text: 'Create a text job (fast path when text ≤ 50 KB and no webhookUrl)',
 };
 
-const presetsResponse = z.object({
-  presets: z.array(
-    z.object({
-      name: z.string(),
-      description: z.string(),
-      operations: z.array(z.object({ type: z.string(), params: z.unknown() })),
-      output: z.record(z.string(), z.unknown()),
-      queued: z.boolean(),
-    }),
-  ),
-});
-
-const operationsResponse = z.object({
-  operations: z.array(
-    z.object({
-      type: z.string(),
-      description: z.string(),
-      params: z.record(
-        z.string(),
-        z.object({
-          type: z.string(),
-          description: z.string().optional(),
-          min: z.number().optional(),
-          max: z.number().optional(),
-          default: z.unknown().optional(),
-          enum: z.array(z.unknown()).readonly().optional(),
-        }),
-      ),
-    }),
-  ),
-});
-
 export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   for (const pipeline of PIPELINES) {
     const definition = PIPELINE_DEFINITIONS[pipeline];
@@ -84,7 +53,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
         schema: {
           summary: `The ${pipeline} presets and the chains they expand to`,
           tags: [pipeline],
-          response: { 200: successEnvelope(presetsResponse), ...errorResponses },
+          response: { 200: successEnvelope(publicPresetCatalogue), ...errorResponses },
         },
       },
       async () => ({ success: true as const, data: presets }),
@@ -96,7 +65,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
         schema: {
           summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
           tags: [pipeline],
-          response: { 200: successEnvelope(operationsResponse), ...errorResponses },
+          response: { 200: successEnvelope(publicOperationCatalogue), ...errorResponses },
         },
       },
       async () => ({ success: true as const, data: operations }),
