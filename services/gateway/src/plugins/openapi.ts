@@ -22,6 +22,8 @@ export const openapiPlugin = fp(
             '(free 60/min, pro 600/min) are reported in `RateLimit-*` headers; over the limit ' +
             'is 429 `RATE_LIMITED` with `Retry-After`.',
         },
+        // Relative: the API is wherever this document was fetched from (behind any ingress).
+        servers: [{ url: '/', description: 'The server that serves this document' }],
         components: {
           securitySchemes: {
             apiKey: { type: 'http', scheme: 'bearer', description: 'sk_live_… API key' },

@@ -17,6 +17,7 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
     '/jobs/:id',
     {
       schema: {
+        operationId: 'getJob',
         summary: 'Read a job, optionally long-polling until it finishes',
         tags: ['jobs'],
         params: z.object({ id: z.string() }),
@@ -51,6 +52,7 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
     '/jobs',
     {
       schema: {
+        operationId: 'listJobs',
         summary: "List the account's jobs, newest first",
         tags: ['jobs'],
         querystring: jobListQuery,

@@ -46,11 +46,14 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
     const definition = PIPELINE_DEFINITIONS[pipeline];
     const presets = describePresets(definition);
     const operations = describeOperations(definition);
+    // Names for generated clients: createImageJob, listAudioPresets…
+    const capitalized = `${pipeline[0]!.toUpperCase()}${pipeline.slice(1)}`;
 
     app.get(
       `/${pipeline}/presets`,
       {
         schema: {
+          operationId: `list${capitalized}Presets`,
           summary: `The ${pipeline} presets and the chains they expand to`,
           tags: [pipeline],
           response: { 200: successEnvelope(publicPresetCatalogue), ...errorResponses },
@@ -63,6 +66,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
       `/${pipeline}/operations`,
       {
         schema: {
+          operationId: `list${capitalized}Operations`,
           summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
           tags: [pipeline],
           response: { 200: successEnvelope(publicOperationCatalogue), ...errorResponses },
@@ -76,6 +80,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
       {
         bodyLimit: pipeline === 'text' ? TEXT_BODY_LIMIT : undefined,
         schema: {
+          operationId: `create${capitalized}Job`,
           summary: SUMMARIES[pipeline],
           tags: [pipeline],
           headers: idempotencyHeaders,

@@ -8,6 +8,7 @@ export const uploadRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app
     '/upload',
     {
       schema: {
+        operationId: 'createUpload',
         summary: 'Request a presigned upload URL',
         tags: ['uploads'],
         body: uploadRequestBody,
