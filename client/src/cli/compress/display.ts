@@ -19,7 +19,7 @@ const PHASE_LABELS: Record<Phase, string> = {
   download: '↓ download',
 };
 
-const BAR_WIDTH = 24;
+const BAR_WIDTH = 20;
 
 interface FileBarPayload {
   kind: 'file';
@@ -51,7 +51,7 @@ export class TerminalDisplay implements Display {
   private readonly startedAt = Date.now();
 
   constructor(files: readonly PlannedFile[], stream: NodeJS.WriteStream = process.stderr) {
-    this.nameWidth = Math.min(32, Math.max(8, ...files.map((file) => file.display.length)));
+    this.nameWidth = Math.min(28, Math.max(8, ...files.map((file) => file.display.length)));
     this.multibar = new cliProgress.MultiBar({
       stream,
       format: (_options, params, payload: FileBarPayload | TotalBarPayload) =>
@@ -140,7 +140,8 @@ export class TerminalDisplay implements Display {
     const files = `${params.value}/${params.total} files`;
     const elapsed = duration(Date.now() - this.startedAt);
     const note = payload.note === '' ? '' : `  ${this.paint('yellow', payload.note)}`;
-    return `${this.paint('bold', fit('Total', this.nameWidth + 2))}  ${' '.repeat(10)} ${this.bar(params.progress)} ${files}  ↑ ${bytes(payload.uploaded)}  ↓ ${bytes(payload.downloaded)}  ${elapsed}${note}`;
+    // Elapsed time before the byte counts: on a narrow terminal the end of the line is cut.
+    return `${this.paint('bold', fit('Total', this.nameWidth + 2))}  ${' '.repeat(10)} ${this.bar(params.progress)} ${files}  ${elapsed}  ↑ ${bytes(payload.uploaded)}  ↓ ${bytes(payload.downloaded)}${note}`;
   }
 
   private bar(progress: number): string {
@@ -271,7 +272,7 @@ export function summaryTable(outcomes: readonly FileOutcome[], totals: Totals): 
     ...(totals.interrupted > 0 ? [`${totals.interrupted} not finished`] : []),
   ].join(', ');
   rows.push([
-    `Total (${totals.files} files)`,
+    `Total (${totals.files} ${totals.files === 1 ? 'file' : 'files'})`,
     '',
     bytes(totals.inputBytes),
     bytes(totals.outputBytes),
