@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: [
       'proto/**/*.test.ts',
+      'client/**/*.test.ts',
       'services/**/*.test.ts',
       'scripts/**/*.test.ts',
       'test/**/*.test.ts',

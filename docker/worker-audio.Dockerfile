@@ -14,6 +14,7 @@ FROM ${NODE_IMAGE} AS manifests
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY proto/package.json proto/
+COPY client/package.json client/
 COPY services/billing/package.json services/billing/
 COPY services/gateway/package.json services/gateway/
 COPY services/job/package.json services/job/

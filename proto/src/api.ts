@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from './errors';
-import { JOB_STATUSES, JOB_TYPES } from './limits';
+import { JOB_STATUSES, JOB_TYPES, PIPELINES } from './limits';
 import { jobMetrics } from './messages';
 
 /** The public envelopes. Every payload of the API is wrapped in one of these. */
@@ -79,3 +79,66 @@ export const publicUsage = z.object({
   video: usageOf({ minutes: z.number() }),
 });
 export type PublicUsage = z.infer<typeof publicUsage>;
+
+/** GET /v1/<pipeline>/presets (DECISIONS.md): each preset and the chain it expands to. */
+export const publicPresetCatalogue = z.object({
+  presets: z.array(
+    z.object({
+      name: z.string(),
+      description: z.string(),
+      operations: z.array(z.object({ type: z.string(), params: z.unknown() })),
+      output: z.record(z.string(), z.unknown()),
+      queued: z.boolean(),
+    }),
+  ),
+});
+export type PublicPresetCatalogue = z.infer<typeof publicPresetCatalogue>;
+
+/** GET /v1/<pipeline>/operations (DECISIONS.md): each operation's parameters and ranges. */
+export const publicOperationCatalogue = z.object({
+  operations: z.array(
+    z.object({
+      type: z.string(),
+      description: z.string(),
+      params: z.record(
+        z.string(),
+        z.object({
+          type: z.string(),
+          description: z.string().optional(),
+          min: z.number().optional(),
+          max: z.number().optional(),
+          default: z.unknown().optional(),
+          enum: z.array(z.unknown()).readonly().optional(),
+        }),
+      ),
+    }),
+  ),
+});
+export type PublicOperationCatalogue = z.infer<typeof publicOperationCatalogue>;
+
+/**
+ * The body of a webhook delivery, exactly the spec's Events payload: only the spec's three
+ * metrics, `outputKey` a storage key (not a link), `result: null` on `job.failed`.
+ */
+export const publicWebhookEvent = z.object({
+  event: z.enum(['job.completed', 'job.failed']),
+  job: z.object({
+    id: z.string(),
+    type: z.enum(PIPELINES),
+    status: z.enum(['completed', 'failed']),
+    result: z
+      .object({
+        outputKey: z.string().nullable(),
+        metrics: z.object({
+          inputSize: z.number(),
+          outputSize: z.number(),
+          compressionRatio: z.number(),
+        }),
+      })
+      .nullable(),
+    error: z.string().nullable(),
+    createdAt: z.iso.datetime(),
+    completedAt: z.iso.datetime(),
+  }),
+});
+export type PublicWebhookEvent = z.infer<typeof publicWebhookEvent>;

@@ -4,6 +4,7 @@ export * from './ids';
 export * from './limits';
 export * from './messages';
 export * from './pipelines/index';
+export * from './requests';
 export * from './services';
 export * from './storage';
 export * from './topology';

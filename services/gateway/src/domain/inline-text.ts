@@ -1,20 +1,4 @@
-import { LIMITS } from '@tamp/proto';
-
-/** Unicode code points, the unit of the spec's "characters" (an emoji counts once). */
-export function countCharacters(text: string): number {
-  let surrogatePairs = 0;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (code >= 0xd800 && code <= 0xdbff) {
-      const next = text.charCodeAt(index + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        surrogatePairs++;
-        index++;
-      }
-    }
-  }
-  return text.length - surrogatePairs;
-}
+import { countCharacters, LIMITS } from '@tamp/proto';
 
 export type InlineTextPlan =
   | { kind: 'text'; text: string }

@@ -32,6 +32,8 @@ export const openapiPlugin = fp(
             'is 429 `RATE_LIMITED` with `Retry-After`.\n\n' +
             errorCodeTable(),
         },
+        // Relative: the API is wherever this document was fetched from (behind any ingress).
+        servers: [{ url: '/', description: 'The server that serves this document' }],
         components: {
           securitySchemes: {
             apiKey: { type: 'http', scheme: 'bearer', description: 'sk_live_… API key' },

@@ -1,8 +1,7 @@
 import {
-  JOB_STATUSES,
-  JOB_TYPES,
   jobEndpoints,
-  LIMITS,
+  jobListQuery,
+  jobReadQuery,
   publicJob,
   publicJobList,
   successEnvelope,
@@ -13,41 +12,16 @@ import { z } from 'zod';
 import type { RouteDependencies } from './dependencies';
 import { errorResponses } from './errors';
 
-/**
- * A number in a query string. `z.coerce.number()` alone reads an empty `wait=` as 0; here it is
- * refused like any other text that is not a number.
- */
-const queryNumber = <Schema extends z.ZodType>(schema: Schema) =>
-  z.preprocess((value) => (value === '' ? Number.NaN : value), schema);
-
-const jobQuery = z.strictObject({
-  wait: queryNumber(
-    z.coerce
-      .number()
-      .min(LIMITS.waitSeconds.min)
-      .max(LIMITS.waitSeconds.max)
-      .describe('Seconds to hold the response until the job is completed or failed (0–30)'),
-  ).optional(),
-});
-
-const listQuery = z.strictObject({
-  type: z.enum(JOB_TYPES).optional(),
-  status: z.enum(JOB_STATUSES).optional(),
-  limit: queryNumber(
-    z.coerce.number().int().min(LIMITS.listLimit.min).max(LIMITS.listLimit.max),
-  ).default(LIMITS.listLimit.default),
-  cursor: z.string().min(1).max(1024).describe('nextCursor of the previous page').optional(),
-});
-
 export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   app.get(
     '/jobs/:id',
     {
       schema: {
+        operationId: 'getJob',
         summary: 'Read a job, optionally long-polling until it finishes',
         tags: ['jobs'],
         params: z.object({ id: z.string() }),
-        querystring: jobQuery,
+        querystring: jobReadQuery,
         response: { 200: successEnvelope(publicJob), ...errorResponses },
       },
     },
@@ -78,9 +52,10 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
     '/jobs',
     {
       schema: {
+        operationId: 'listJobs',
         summary: "List the account's jobs, newest first",
         tags: ['jobs'],
-        querystring: listQuery,
+        querystring: jobListQuery,
         response: { 200: successEnvelope(publicJobList), ...errorResponses },
       },
     },

@@ -5,11 +5,12 @@ import {
   PIPELINES,
   type Pipeline,
   publicJob,
+  publicOperationCatalogue,
+  publicPresetCatalogue,
   ServiceError,
   successEnvelope,
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { type JobSubmission, submitJob } from '../app/job-submission';
 import { idempotencyHeaders, JOB_BODIES } from '../domain/job-requests';
 import type { RouteDependencies } from './dependencies';
@@ -24,38 +25,6 @@ const SUMMARIES: Record<Pipeline, string> = {
   text: 'Create a text job (fast path when text ≤ 50 KB and no webhookUrl)',
 };
 
-const presetsResponse = z.object({
-  presets: z.array(
-    z.object({
-      name: z.string(),
-      description: z.string(),
-      operations: z.array(z.object({ type: z.string(), params: z.unknown() })),
-      output: z.record(z.string(), z.unknown()),
-      queued: z.boolean(),
-    }),
-  ),
-});
-
-const operationsResponse = z.object({
-  operations: z.array(
-    z.object({
-      type: z.string(),
-      description: z.string(),
-      params: z.record(
-        z.string(),
-        z.object({
-          type: z.string(),
-          description: z.string().optional(),
-          min: z.number().optional(),
-          max: z.number().optional(),
-          default: z.unknown().optional(),
-          enum: z.array(z.unknown()).readonly().optional(),
-        }),
-      ),
-    }),
-  ),
-});
-
 export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   let creationsInFlight = 0;
   const submissionDeps = {
@@ -67,14 +36,17 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
     const definition = PIPELINE_DEFINITIONS[pipeline];
     const presets = describePresets(definition);
     const operations = describeOperations(definition);
+    // Names for generated clients: createImageJob, listAudioPresets…
+    const capitalized = `${pipeline[0]!.toUpperCase()}${pipeline.slice(1)}`;
 
     app.get(
       `/${pipeline}/presets`,
       {
         schema: {
+          operationId: `list${capitalized}Presets`,
           summary: `The ${pipeline} presets and the chains they expand to`,
           tags: [pipeline],
-          response: { 200: successEnvelope(presetsResponse), ...errorResponses },
+          response: { 200: successEnvelope(publicPresetCatalogue), ...errorResponses },
         },
       },
       async () => ({ success: true as const, data: presets }),
@@ -84,9 +56,10 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
       `/${pipeline}/operations`,
       {
         schema: {
+          operationId: `list${capitalized}Operations`,
           summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
           tags: [pipeline],
-          response: { 200: successEnvelope(operationsResponse), ...errorResponses },
+          response: { 200: successEnvelope(publicOperationCatalogue), ...errorResponses },
         },
       },
       async () => ({ success: true as const, data: operations }),
@@ -97,6 +70,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
       {
         bodyLimit: pipeline === 'text' ? TEXT_BODY_LIMIT : undefined,
         schema: {
+          operationId: `create${capitalized}Job`,
           summary: SUMMARIES[pipeline],
           tags: [pipeline],
           headers: idempotencyHeaders,

@@ -8,6 +8,7 @@ export const usageRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app,
     '/usage/current',
     {
       schema: {
+        operationId: 'getCurrentUsage',
         summary: 'Usage totals per pipeline for the current billing period',
         tags: ['usage'],
         response: { 200: successEnvelope(publicUsage), ...errorResponses },

@@ -1,24 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { JobEvent } from '@tamp/proto';
+import type { JobEvent, PublicWebhookEvent } from '@tamp/proto';
 
 export type WebhookEventName = JobEvent['event'];
 
-/** The body of a delivery, exactly as the spec's Events section lists it. */
-export interface WebhookPayload {
-  event: WebhookEventName;
-  job: {
-    id: string;
-    type: JobEvent['pipeline'];
-    status: JobEvent['status'];
-    result: {
-      outputKey: string | null;
-      metrics: { inputSize: number; outputSize: number; compressionRatio: number };
-    } | null;
-    error: string | null;
-    createdAt: string;
-    completedAt: string;
-  };
-}
+/** The body of a delivery: proto's public schema, which receivers (the client) parse too. */
+export type WebhookPayload = PublicWebhookEvent;
 
 /**
  * Builds the payload from a job event. Only the spec's three metrics are sent (the event also
