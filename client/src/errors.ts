@@ -53,6 +53,9 @@ export class IdempotencyKeyReusedError extends TampApiError<'IDEMPOTENCY_KEY_REU
 export class IdempotencyKeyInUseError extends TampApiError<'IDEMPOTENCY_KEY_IN_USE'> {}
 export class RateLimitedError extends TampApiError<'RATE_LIMITED'> {}
 export class PayloadTooLargeError extends TampApiError<'PAYLOAD_TOO_LARGE'> {}
+export class UriTooLongError extends TampApiError<'URI_TOO_LONG'> {}
+export class HeadersTooLargeError extends TampApiError<'HEADERS_TOO_LARGE'> {}
+export class RequestTimeoutError extends TampApiError<'REQUEST_TIMEOUT'> {}
 export class NotFoundError extends TampApiError<'NOT_FOUND'> {}
 export class MethodNotAllowedError extends TampApiError<'METHOD_NOT_ALLOWED'> {}
 export class InternalError extends TampApiError<'INTERNAL'> {}
@@ -78,6 +81,9 @@ const API_ERROR_CLASSES: {
   IDEMPOTENCY_KEY_IN_USE: IdempotencyKeyInUseError,
   RATE_LIMITED: RateLimitedError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
+  URI_TOO_LONG: UriTooLongError,
+  HEADERS_TOO_LARGE: HeadersTooLargeError,
+  REQUEST_TIMEOUT: RequestTimeoutError,
   NOT_FOUND: NotFoundError,
   METHOD_NOT_ALLOWED: MethodNotAllowedError,
   INTERNAL: InternalError,

@@ -68,6 +68,9 @@ const HINTS: Record<ErrorCode, string> = {
   RATE_LIMITED:
     "Still over the account's request rate after retrying; lower --concurrency or try again in a minute.",
   PAYLOAD_TOO_LARGE: 'The request body is too large; send big text as a .txt file instead.',
+  URI_TOO_LONG: 'The request path is too long; check the job id.',
+  HEADERS_TOO_LARGE: 'The request headers are too large; check TAMP_API_KEY.',
+  REQUEST_TIMEOUT: 'The request did not reach the server in time; check the network and retry.',
   NOT_FOUND: 'The base URL does not look like a Tamp API (check TAMP_BASE_URL).',
   METHOD_NOT_ALLOWED: 'The base URL does not look like a Tamp API (check TAMP_BASE_URL).',
   INTERNAL: 'The service failed unexpectedly; give its operators the request id.',
