@@ -5,6 +5,7 @@ export * from './limits';
 export * from './messages';
 export * from './pipelines/index';
 export * from './requests';
+export * from './secrets';
 export * from './services';
 export * from './storage';
 export * from './topology';

@@ -64,6 +64,16 @@ export const jobMetrics = z
   .catchall(z.unknown());
 export type JobMetrics = z.infer<typeof jobMetrics>;
 
+/**
+ * `inputSize / outputSize`, three decimals (4.2 means 4.2 times smaller). An empty output has no
+ * finite ratio and reports 0 (docs/decisions.md#what-a-job-holds). The one rule: workers compute
+ * it with this function, and nothing recomputes it.
+ */
+export function compressionRatio(inputSize: number, outputSize: number): number {
+  if (outputSize <= 0) return 0;
+  return Math.round((inputSize / outputSize) * 1000) / 1000;
+}
+
 /** What billing counts for usage; only the pipeline's own dimension is set. */
 export const usageDimensions = z.object({
   inputBytes: z.number().nonnegative(),

@@ -4,20 +4,13 @@ import { retryDelayMs } from './backoff';
 import { decodeCursor, encodeCursor } from './cursor';
 import { imageInputFitsInline, routeOf } from './inline';
 import type { JobDocument } from './job';
-import { compressionRatio } from './metrics';
 import { outputToResolve, publicJobOf, publicJobSummaryOf } from './representation';
 import type { CreateJobRequest } from './requests';
 import { decideBegin, decideFailure } from './transitions';
 
-describe('backoff and metrics', () => {
+describe('backoff', () => {
   it('doubles the delay per failed attempt from the base', () => {
     expect([1, 2, 3].map((attempt) => retryDelayMs(2000, attempt))).toEqual([2000, 4000, 8000]);
-  });
-
-  it('defines compressionRatio as inputSize / outputSize to 3 decimals', () => {
-    expect(compressionRatio(1000, 300)).toBe(3.333);
-    expect(compressionRatio(100, 400)).toBe(0.25);
-    expect(compressionRatio(10, 0)).toBe(0);
   });
 });
 

@@ -58,11 +58,3 @@ export function describeError(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.trim() === '' ? 'Processing failed' : message.slice(0, 1_000);
 }
-
-/**
- * `inputSize / outputSize` rounded to 3 decimals (4.2 means 4.2× smaller). An empty output
- * counts as one byte, so the ratio stays a finite number.
- */
-export function compressionRatio(inputSize: number, outputSize: number): number {
-  return Math.round((inputSize / Math.max(1, outputSize)) * 1000) / 1000;
-}

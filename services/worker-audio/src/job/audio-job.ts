@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit';
-import { AUDIO_EXTENSIONS, storageKeys } from '@tamp/proto';
+import { PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { AUDIO_EXTENSIONS, compressionRatio, storageKeys } from '@tamp/proto';
 import type { ObjectStore } from '../../../kit/src';
 import type { FfmpegRunner } from '../adapters/ffmpeg-runner';
 

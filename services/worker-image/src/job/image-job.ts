@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { compressionRatio, PermanentJobError, type ProcessJob } from '@tamp/kit';
-import { storageKeys } from '@tamp/proto';
+import { PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { compressionRatio, storageKeys } from '@tamp/proto';
 import type { ObjectStore } from '../../../kit/src';
 import { processImage } from '../adapters/sharp-pipeline';
 import type { MemoryBudget } from '../domain/memory-budget';
