@@ -9,7 +9,7 @@
  * concurrent clients for a fixed time. Creation latency (p50/p99, retries included) is measured
  * under that same load. Prints one table; nothing is asserted.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pLimit from 'p-limit';
 import { type BenchStack, startBenchStack } from '../bench/bench-stack';
@@ -30,9 +30,48 @@ const BURST: Record<JobKindName, number> = {
 const INLINE_CLIENTS = 4;
 const INLINE_SECONDS = 20;
 
-/** CPU seconds used so far by each process of the stack (utime + stime from /proc). */
+interface ProcessTimes {
+  ppid: number;
+  /** Own CPU seconds, and those of children already reaped. */
+  own: number;
+  reaped: number;
+}
+
+/** utime+stime and cutime+cstime of every process, from /proc (USER_HZ = 100 on Linux). */
+function processTimes(): Map<number, ProcessTimes> {
+  const times = new Map<number, ProcessTimes>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Fields after the command name (which may hold spaces) start at ')'.
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(')')[1]!.trim().split(' ');
+      times.set(Number(entry), {
+        ppid: Number(fields[1]),
+        own: (Number(fields[11]) + Number(fields[12])) / 100,
+        reaped: (Number(fields[13]) + Number(fields[14])) / 100,
+      });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return times;
+}
+
+/**
+ * CPU seconds used so far by each process of the stack with everything it started: ffmpeg under
+ * the audio worker, PostgreSQL's backends under its postmaster.
+ */
 function cpuSeconds(stack: BenchStack): Map<string, number> {
-  const ticksPerSecond = 100; // USER_HZ on Linux
+  const times = processTimes();
+  const children = new Map<number, number[]>();
+  for (const [pid, { ppid }] of times) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  const tree = (pid: number): number => {
+    const own = times.get(pid);
+    if (own === undefined) return 0;
+    return (
+      own.own + own.reaped + (children.get(pid) ?? []).reduce((sum, child) => sum + tree(child), 0)
+    );
+  };
   const processes: [string, number | undefined][] = [
     ...stack.services.services.map((service): [string, number | undefined] => [
       service.name,
@@ -43,17 +82,7 @@ function cpuSeconds(stack: BenchStack): Map<string, number> {
       server.pid(),
     ]),
   ];
-  const usage = new Map<string, number>();
-  for (const [name, pid] of processes) {
-    try {
-      // Fields after the command name (which may hold spaces) start at ')'.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(')')[1]!.trim().split(' ');
-      usage.set(name, (Number(fields[11]) + Number(fields[12])) / ticksPerSecond);
-    } catch {
-      usage.set(name, 0);
-    }
-  }
-  return usage;
+  return new Map(processes.map(([name, pid]) => [name, pid === undefined ? 0 : tree(pid)]));
 }
 
 /** The process that used the most CPU between two readings, with its share of the total. */
