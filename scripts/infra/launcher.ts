@@ -22,7 +22,7 @@ export interface RunningInfrastructure extends InfrastructureEndpoints {
 const LOCAL_S3_ACCESS_KEY = 'tamp-local';
 const LOCAL_S3_SECRET_KEY = 'tamp-local-secret';
 
-interface LaunchedServer {
+export interface LaunchedServer {
   name: string;
   child: ChildProcess;
   logFile: string;
@@ -166,7 +166,7 @@ async function startMinio(
   };
 }
 
-function launch(
+export function launch(
   servers: LaunchedServer[],
   logDir: string,
   name: string,
@@ -193,8 +193,12 @@ function launch(
 
 const START_TIMEOUT_MS = 60_000;
 
-async function waitUntil(server: LaunchedServer, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
+export async function waitUntil(
+  server: LaunchedServer,
+  probe: () => Promise<boolean>,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
       throw new Error(`${server.name} exited during start-up:\n${await tail(server.logFile)}`);
@@ -203,7 +207,7 @@ async function waitUntil(server: LaunchedServer, probe: () => Promise<boolean>):
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(
-    `${server.name} did not answer within ${START_TIMEOUT_MS} ms:\n${await tail(server.logFile)}`,
+    `${server.name} did not answer within ${timeoutMs} ms:\n${await tail(server.logFile)}`,
   );
 }
 
@@ -259,9 +263,9 @@ export async function httpOk(url: string): Promise<boolean> {
   }
 }
 
-function tcpOpen(port: number): Promise<boolean> {
+export function tcpOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -270,7 +274,7 @@ function tcpOpen(port: number): Promise<boolean> {
   });
 }
 
-async function tail(file: string, lines = 20): Promise<string> {
+export async function tail(file: string, lines = 20): Promise<string> {
   try {
     return (await readFile(file, 'utf8')).split('\n').slice(-lines).join('\n');
   } catch {
