@@ -24,11 +24,12 @@ export const CLIENT_IDENTITIES = {
   },
   scheduler: { name: 'kube-scheduler', commonName: 'system:kube-scheduler' },
   kubeProxy: { name: 'kube-proxy', commonName: 'system:kube-proxy' },
-  // kube-apiserver's identity towards kubelets (logs, exec, port-forward).
+  // kube-apiserver's identity towards kubelets (logs, exec, port-forward): the kubelet asks the
+  // API server whether it may, and this group may.
   apiserverKubeletClient: {
     name: 'apiserver-kubelet-client',
     commonName: 'kube-apiserver-kubelet-client',
-    organization: 'kubeadm:cluster-admins',
+    organization: 'system:masters',
   },
 } satisfies Record<string, ClientIdentity>;
 
