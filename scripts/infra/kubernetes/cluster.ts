@@ -284,6 +284,25 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   }
 }
 
+/**
+ * Removes a stopped (or crashed) cluster's data folder, after cleaning what a crashed run left
+ * outside it; a running cluster's processes recorded there are stopped first.
+ */
+export async function removeCluster(dataDir: string): Promise<void> {
+  const dir = resolve(dataDir);
+  if (!existsSync(dir)) return;
+  const id = createHash('sha256').update(dir).digest('hex').slice(0, 10);
+  await cleanUpAfter(
+    dir,
+    join(dir, 'cluster.json'),
+    nodePaths(dir),
+    `tamp-${id}`,
+    `tamp-${id}`,
+    () => {},
+  );
+  await rm(dir, { recursive: true, force: true });
+}
+
 function nodePaths(dataDir: string): NodePaths {
   return {
     dataDir,
@@ -339,12 +358,16 @@ async function ctr(paths: NodePaths, args: string[], timeoutMs = 120_000): Promi
 }
 
 async function importImages(paths: NodePaths, archives: string[], log: Log): Promise<void> {
-  for (const archive of archives) {
-    const started = Date.now();
-    // --no-unpack would defer unpacking to the first pod; unpacking now keeps pod starts quick.
-    await ctr(paths, ['images', 'import', '--all-platforms', archive], 600_000);
-    log(`imported ${archive} in ${Date.now() - started} ms`);
-  }
+  // A few at a time: each import is partly waiting on the disk.
+  const queue = [...archives];
+  const importNext = async (): Promise<void> => {
+    for (let archive = queue.shift(); archive !== undefined; archive = queue.shift()) {
+      const started = Date.now();
+      await ctr(paths, ['images', 'import', '--all-platforms', archive], 600_000);
+      log(`imported ${archive} in ${Date.now() - started} ms`);
+    }
+  };
+  await Promise.all([importNext(), importNext(), importNext()]);
 }
 
 /**
@@ -368,8 +391,9 @@ async function deleteAllPods(kubeconfigPath: string, paths: NodePaths, log: Log)
     );
     await pollUntil(
       'the kubelet to stop every pod',
+      // Stopped tasks stay listed until the kubelet's garbage collection; only running ones count.
       async () =>
-        (await ctr(paths, ['tasks', 'ls', '-q'], 10_000)).trim() === '' ? true : undefined,
+        /\bRUNNING\b/.test(await ctr(paths, ['tasks', 'ls'], 10_000)) ? undefined : true,
       60_000,
       500,
     );
