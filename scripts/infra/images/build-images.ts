@@ -1,7 +1,16 @@
 import { execFile as execFileCallback, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -279,10 +288,48 @@ export async function buildServiceImages(options: {
     ).catch((error: Error) => {
       throw new Error(`building ${name}: ${error.message}`);
     });
+    await removeLeftoverContainers(name);
     built.push({ name, archive: await exportArchive(name, true) });
     log(`Built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
   }
+  await releaseStorageMount();
   return built;
+}
+
+/**
+ * buildah 1.28 leaves a working container behind for a multi-stage build that selects a stage
+ * by an argument (worker-image.Dockerfile's runtime-${TARGETARCH}); remove those of this image.
+ */
+async function removeLeftoverContainers(image: string): Promise<void> {
+  const listed = await buildah([
+    'containers',
+    '--noheading',
+    '--format',
+    '{{.ContainerID}} {{.ImageName}}',
+  ]);
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const [id, imageName] = line.trim().split(/\s+/);
+    if (imageName === image) await buildah(['rm', id!]).catch(() => {});
+  }
+}
+
+/**
+ * containers/storage keeps its overlay folder bind-mounted (private) after buildah exits.
+ * Unmounted once no build is running and no working container is left, so no mount outlives
+ * the build; the next buildah mounts it again.
+ */
+async function releaseStorageMount(): Promise<void> {
+  const others = await execFile('pgrep', ['-x', 'buildah']).then(
+    ({ stdout }) => stdout.trim() !== '',
+    () => false,
+  );
+  if (others || (await buildah(['containers', '--noheading', '--quiet'])) !== '') return;
+  const overlay = await realpath(join(STORAGE_DIR, 'storage', 'overlay')).catch(() => undefined);
+  if (overlay === undefined) return;
+  const mounts = await readFile('/proc/self/mountinfo', 'utf8');
+  if (mounts.split('\n').some((line) => line.split(' ')[4] === overlay)) {
+    await execFile('umount', [overlay]).catch(() => {});
+  }
 }
 
 /** Images of the servers Tamp depends on, from the binaries the project builds or installs. */
@@ -379,6 +426,7 @@ export async function buildDependencyImages(options: { log?: Log } = {}): Promis
     built.push({ name: spec.name, archive });
     log(`Built ${spec.name}`);
   }
+  await releaseStorageMount();
   return built;
 }
 
