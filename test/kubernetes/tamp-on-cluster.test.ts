@@ -56,7 +56,6 @@ let tamp: TampCluster;
 let dataDir: string;
 let account: Account;
 let mongo: MongoClient;
-const podsDuringTest: string[] = [];
 
 async function api<T>(
   method: string,
@@ -167,7 +166,6 @@ async function pods(namespace: string): Promise<
 
 async function capturePods(moment: string): Promise<void> {
   const table = await tamp.kubectl(['get', 'pods', '-A', '-o', 'wide']);
-  podsDuringTest.push(`# kubectl get pods -A (${moment})\n${table}`);
   console.log(`kubectl get pods -A (${moment}):\n${table}`);
 }
 
@@ -284,9 +282,6 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
 
   afterAll(async () => {
     await mongo?.close();
-    if (podsDuringTest.length > 0) {
-      await writeFile(join(tmpdir(), 'tamp-cluster-test-pods.txt'), podsDuringTest.join('\n'));
-    }
     await tamp?.stop();
     if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   }, 300_000);
