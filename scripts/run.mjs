@@ -1,4 +1,5 @@
-// Entry point of `npm start`, `npm test`, `npm run tools` and `npm run admin`.
+// Entry point of `npm start`, `npm test`, `npm run tools`, `npm run admin`, `npm run images` and
+// `npm run cluster`.
 // Plain JavaScript on purpose: it runs on a fresh clone before any dependency is installed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -20,6 +21,8 @@ const tsEntry = {
   start: ['scripts/stack/start.ts'],
   tools: ['scripts/infra/provision-cli.ts'],
   admin: ['scripts/admin/cli.ts'],
+  cluster: ['scripts/cluster/start.ts'],
+  images: ['scripts/infra/images/cli.ts'],
 };
 
 if (command === 'test') {
@@ -30,7 +33,7 @@ if (command === 'test') {
 } else if (command in tsEntry) {
   forward(process.execPath, ['--import', 'tsx', ...tsEntry[command], ...rest]);
 } else {
-  console.error(`unknown command ${command}; use start, test, tools or admin`);
+  console.error(`unknown command ${command}; use start, test, tools, admin, images or cluster`);
   process.exit(2);
 }
 

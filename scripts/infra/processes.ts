@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
 
 /**
  * Child processes the launchers own: servers and services, each in its own process group (a
@@ -143,9 +144,9 @@ export async function httpOk(url: string): Promise<boolean> {
   }
 }
 
-export function tcpOpen(port: number): Promise<boolean> {
+export function tcpOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -166,4 +167,56 @@ export async function tail(file: string, lines = 20): Promise<string> {
 export function postgresUser(): string | undefined {
   if (process.getuid?.() !== 0) return undefined;
   return spawnSync('id', ['-u', 'postgres']).status === 0 ? 'postgres' : undefined;
+}
+
+/** A process started by `launch`, with the log file its output goes to. */
+export interface LaunchedServer {
+  name: string;
+  child: ChildProcess;
+  logFile: string;
+}
+
+const START_TIMEOUT_MS = 60_000;
+
+/**
+ * Starts a server as an owned process (see spawnOwned) with its output appended to
+ * `<logDir>/<name>.log`, and records it in `servers` so its launcher can stop them in order.
+ */
+export function launch(
+  servers: LaunchedServer[],
+  logDir: string,
+  name: string,
+  file: string,
+  args: string[],
+  extraEnv: Record<string, string>,
+): LaunchedServer {
+  const logFile = join(logDir, `${name}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawnOwned(file, args, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...extraEnv },
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  const server = { name, child, logFile };
+  servers.push(server);
+  return server;
+}
+
+/** Polls `probe` every 100 ms until it is true; fails early if the server exits meanwhile. */
+export async function waitUntil(
+  server: LaunchedServer,
+  probe: () => Promise<boolean>,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) {
+      throw new Error(`${server.name} exited during start-up:\n${await tail(server.logFile)}`);
+    }
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(
+    `${server.name} did not answer within ${timeoutMs} ms:\n${await tail(server.logFile)}`,
+  );
 }

@@ -327,6 +327,27 @@ describe('Helm chart charts/tamp', () => {
     }
   });
 
+  it('allow-lists webhook targets on the webhook service only, when the values ask', async () => {
+    const manifests = await render([
+      '--set',
+      'webhook.allowHttp=true',
+      '--set',
+      'webhook.allowedPrivateCidrs[0]=10.0.0.200/32',
+      '--set',
+      'webhook.allowedPrivateCidrs[1]=192.168.10.0/24',
+    ]);
+    const webhook = webhookSchema.parse(resolvedEnv(deploymentOf(manifests, 'webhook'), manifests));
+    expect(targetPolicyFrom(webhook)).toEqual({
+      allowHttp: true,
+      allowCidrs: ['10.0.0.200/32', '192.168.10.0/24'],
+    });
+    for (const deployment of ofKind(manifests, 'Deployment')) {
+      if (componentOf(deployment) === 'webhook') continue;
+      const names = envOf(deployment).map((variable) => variable.name);
+      expect(names).not.toContain('WEBHOOK_ALLOW_CIDRS');
+    }
+  });
+
   it('exposes only the gateway public port through the Ingress; admin stays ClusterIP', () => {
     const gateway = deploymentOf(full, 'gateway');
     const env = gatewaySchema.parse(resolvedEnv(gateway, full));
@@ -524,6 +545,37 @@ describe('Helm chart charts/tamp', () => {
     expect(missing.stderr).toContain('secrets.values.s3-access-key is required');
   });
 
+  it('renders the same Secret every time from secrets.seed, and checksums that agree with it', async () => {
+    const seeded = async (extra: string[] = []) =>
+      render([...(await valuesArgs(FULL_VALUES)), '--set', 'secrets.seed=a-secret-seed', ...extra]);
+    const [first, second] = [await seeded(), await seeded()];
+    // helm template (Argo CD) sees no cluster, so lookup finds nothing: the seed keeps it stable.
+    expect(ofKind(second, 'Secret')[0]!.data).toEqual(ofKind(first, 'Secret')[0]!.data);
+    const checksums = (manifests: Manifest[]) =>
+      new Set(
+        ofKind(manifests, 'Deployment')
+          .map((deployment) => deployment.spec.template.metadata.annotations?.['checksum/secrets'])
+          .filter((checksum) => checksum !== undefined),
+      );
+    expect(checksums(second)).toEqual(checksums(first));
+    expect(checksums(first).size).toBe(1);
+    const decoded = (manifests: Manifest[], key: string) =>
+      Buffer.from(ofKind(manifests, 'Secret')[0]!.data![key]!, 'base64').toString('utf8');
+    expect(decoded(first, 'admin-token').length).toBeGreaterThanOrEqual(16);
+    expect(Buffer.from(decoded(first, 'secrets-encryption-key'), 'base64')).toHaveLength(32);
+    // Another seed, or a changed credential, gives another Secret and another checksum.
+    const other = await seeded(['--set', 'secrets.seed=another-seed']);
+    expect(decoded(other, 'admin-token')).not.toBe(decoded(first, 'admin-token'));
+    expect(checksums(other)).not.toEqual(checksums(first));
+
+    // Without a seed the generated keys are random, but one render is consistent: every
+    // Deployment's checksum is that of the one Secret the render produced.
+    const unseeded = ofKind(full, 'Deployment')
+      .map((deployment) => deployment.spec.template.metadata.annotations?.['checksum/secrets'])
+      .filter((checksum) => checksum !== undefined);
+    expect(new Set(unseeded).size).toBe(1);
+  });
+
   it('reads the NATS URL from the Secret when told to', async () => {
     const manifests = await render(['--set', 'secrets.env.NATS_URL.key=nats-url']);
     for (const deployment of ofKind(manifests, 'Deployment')) {
@@ -571,6 +623,13 @@ describe('Helm chart charts/tamp', () => {
       ['nats.namespace=Prod.EU', '/nats/namespace'],
       ['logLevel=verbose', '/logLevel'],
       ['gateway.replicas=3', 'replicas'],
+      // Kubernetes wants strings: an unquoted number or boolean would fail only at install.
+      ['podAnnotations.prometheus\\.io/port=9090', '/podAnnotations'],
+      ['gateway.service.annotations.internal=true', '/gateway/service/annotations'],
+      ['workerAudio.nodeSelector.disk=1', '/workerAudio/nodeSelector'],
+      ['tolerations[0].keyy=dedicated', '/tolerations'],
+      ['networkPolicy.opsFrom[0].namespaceSelectorr.x=y', '/networkPolicy/opsFrom'],
+      ['webhook.allowedPrivateCidrs[0]=everything', '/webhook/allowedPrivateCidrs'],
     ];
     for (const [assignment, mention] of bad) {
       const result = await helm(['template', RELEASE, CHART_DIR, '--set', assignment]);

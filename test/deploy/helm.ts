@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { PROJECT_ROOT, provisionTools, toolPath } from '../../scripts/infra/provision';
+import tools from '../../scripts/infra/tools.json';
 
 const execFile = promisify(execFileCallback);
 
@@ -43,9 +44,19 @@ export async function helmBinary(): Promise<string> {
   return helm;
 }
 
+/**
+ * The Kubernetes version `helm template` renders for: without a cluster to ask, Helm assumes an
+ * old default that the chart's kubeVersion refuses. The version the project's cluster runs.
+ */
+export const KUBE_VERSION = tools.goWrapped.kubernetes.version;
+
 export async function helm(args: string[]): Promise<HelmResult> {
+  const withVersion =
+    args[0] === 'template' && !args.includes('--kube-version')
+      ? [...args, '--kube-version', KUBE_VERSION]
+      : args;
   try {
-    const { stdout, stderr } = await execFile(await helmBinary(), args, {
+    const { stdout, stderr } = await execFile(await helmBinary(), withVersion, {
       cwd: PROJECT_ROOT,
       maxBuffer: 64 * 1024 * 1024,
       // Helm must not read a developer's kube config or repositories.

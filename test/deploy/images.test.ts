@@ -6,10 +6,11 @@ import { SERVICE_NAMES } from '../../scripts/stack/services';
 import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapters/sharp-runtime';
 
 /**
- * There is no Docker engine here, so the images cannot be built in tests. These checks pin what
- * each Dockerfile must contain for the services to run: the base image, every workspace
+ * What each Dockerfile must contain for the services to run: the base image, every workspace
  * manifest for `npm ci`, the bundle, a numeric non-root user, and the system packages (ffmpeg
- * only for audio, jemalloc with the worker's recommended environment only for images).
+ * only for audio, jemalloc with the worker's recommended environment only for images). These
+ * read the Dockerfiles in milliseconds; test/kubernetes/tamp-on-cluster.test.ts builds them
+ * (buildah, scripts/infra/images) and runs every image on a real cluster.
  */
 
 const DOCKER_DIR = join(PROJECT_ROOT, 'docker');

@@ -493,17 +493,30 @@ describe('Idempotency-Key', () => {
 describe('Credits', () => {
   it('accepts exactly 100 of 200 concurrent 1-credit jobs on an account with 100 credits', async () => {
     const buyer = await stack.createAccount({ plan: 'pro', credits: 100 });
-    const responses = await Promise.all(
-      Array.from({ length: 200 }, (_, index) =>
-        stack.api('POST', '/v1/text', {
+    // As a careful client does: each job has its own Idempotency-Key, and a 503 (the system
+    // saturated, nothing created) is sent again with it after Retry-After.
+    const create = async (index: number) => {
+      const key = `job-${index}`;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const response = await stack.api('POST', '/v1/text', {
           token: buyer.apiKey,
+          headers: { 'idempotency-key': key },
           body: { text: `job ${index}`, preset: 'chill', webhookUrl: 'http://127.0.0.1:9/hook' },
-        }),
-      ),
-    );
-    const statuses = responses.map((response) => response.status);
+        });
+        if (response.status !== 503 && response.status !== 409) return response.status;
+        expect(response.headers.get('retry-after')).toBeTruthy();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      return 503;
+    };
+    const statuses = await Promise.all(Array.from({ length: 200 }, (_, index) => create(index)));
     expect(statuses.filter((status) => status === 202)).toHaveLength(100);
     expect(statuses.filter((status) => status === 402)).toHaveLength(100);
+    const account = await stack.admin<{ credits: { available: number } }>(
+      'GET',
+      `/admin/accounts/${buyer.accountId}`,
+    );
+    expect(account.body.data!.credits.available).toBe(0);
   }, 120_000);
 });
 

@@ -191,6 +191,14 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- if $facts.pipeline }}
 {{- $_ := set $env "WORKER_TEMP_DIR" "/scratch" }}
 {{- end }}
+{{- if eq .name "webhook" }}
+{{- if $settings.allowHttp }}
+{{- $_ := set $env "WEBHOOK_ALLOW_HTTP" "true" }}
+{{- end }}
+{{- with $settings.allowedPrivateCidrs }}
+{{- $_ := set $env "WEBHOOK_ALLOW_CIDRS" (join "," .) }}
+{{- end }}
+{{- end }}
 {{- range $key, $value := ($settings.env | default dict) }}
 {{- $_ := set $env $key (toString $value) }}
 {{- end }}
@@ -206,4 +214,43 @@ IMAGE_MEMORY_BUDGET_MB plus 160 MiB for the worker itself, rounded up to a multi
 {{- $env := include "tamp.plainEnv" (dict "root" . "name" "worker-image") | fromYaml }}
 {{- $budget := index $env "IMAGE_MEMORY_BUDGET_MB" | default "320" | atoi }}
 {{- printf "%dMi" (mul (div (add $budget 160 63) 64) 64) }}
+{{- end }}
+
+{{/*
+The data of the Secret the chart creates (secrets.create), base64-encoded, as a dict. Each key
+is, in order: the value given in secrets.values; the value already in the cluster's Secret
+(lookup, so upgrades keep it); derived from secrets.seed (the same on every render, so
+`helm template` pipelines such as Argo CD, where lookup sees no cluster, render the same Secret
+each time); or random. It is computed once per render and cached, so the Secret and every
+Deployment's checksum/secrets annotation of one render always agree.
+*/}}
+{{- define "tamp.secretData" -}}
+{{- if not (hasKey .Values.secrets "renderedData") }}
+{{- $name := include "tamp.secretName" . }}
+{{- $given := .Values.secrets.values | default dict }}
+{{- $existing := (lookup "v1" "Secret" .Release.Namespace $name).data | default dict }}
+{{- $seed := .Values.secrets.seed | default "" }}
+{{- $data := dict }}
+{{- range $variable, $ref := .Values.secrets.env }}
+{{- if and $ref (not $ref.name) }}
+{{- $key := $ref.key }}
+{{- $derived := printf "%s/%s/%s" $seed $.Release.Namespace $key | sha256sum }}
+{{- if hasKey $given $key }}
+{{- $_ := set $data $key (index $given $key | toString | b64enc) }}
+{{- else if hasKey $existing $key }}
+{{- $_ := set $data $key (index $existing $key) }}
+{{- else if or (eq $variable "ADMIN_TOKEN") (eq $variable "JOB_CURSOR_SECRET") }}
+{{- $_ := set $data $key (ternary $derived (randAlphaNum 40) (ne $seed "") | b64enc) }}
+{{- else if eq $variable "SECRETS_ENCRYPTION_KEY" }}
+{{- /* Base64 of 32 bytes: random bytes, or 43 base64 characters of the seed's digest (128 bits). */}}
+{{- $fromSeed := printf "%s=" (printf "%s%s" $derived (sha256sum $derived) | b64enc | trunc 43) }}
+{{- $_ := set $data $key (ternary $fromSeed (randBytes 32) (ne $seed "") | b64enc) }}
+{{- else }}
+{{- $_ := required (printf "secrets.values.%s is required when secrets.create is true (%s)" $key $variable) nil }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $_ := set .Values.secrets "renderedData" $data }}
+{{- end }}
+{{- toYaml .Values.secrets.renderedData }}
 {{- end }}

@@ -1,0 +1,572 @@
+import { execFile as execFileCallback, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { MongoClient } from 'mongodb';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  RELEASE,
+  startTampCluster,
+  TAMP_NAMESPACE,
+  type TampCluster,
+} from '../../scripts/cluster/tamp-cluster';
+import { mountsUnder } from '../../scripts/infra/kubernetes/cluster';
+import { isAlive, pollUntil, sleep } from '../../scripts/infra/kubernetes/processes';
+import { verifyTampDelivery } from '../../services/webhook/examples/verify-delivery';
+import {
+  generateLongWav,
+  probeDurationSec,
+} from '../../services/worker-audio/src/testing/speech-fixture';
+import { photo, speechWav } from '../support/media';
+
+const _execFile = promisify(execFileCallback);
+
+/**
+ * Tamp installed with Helm on a real one-node Kubernetes cluster (scripts/infra/kubernetes),
+ * from images built here by buildah from docker/, used as an API client and an operator would:
+ * through the chart's Services, a presigned upload, a webhook receiver pod, a worker pod killed
+ * mid-job, a rolling upgrade under load, and an uninstall. README "Deploying on Kubernetes"
+ * describes the same steps as commands.
+ */
+
+/** The receiver's fixed Service address, allow-listed in the chart's values as an operator would. */
+const RECEIVER_IP = '10.0.0.200';
+const RECEIVER_NAMESPACE = 'webhook-receiver';
+
+interface Job {
+  id: string;
+  status: string;
+  result?: { outputUrl?: string; outputText?: string; metrics?: Record<string, unknown> };
+  error?: unknown;
+}
+interface Account {
+  accountId: string;
+  apiKey: string;
+  webhookSecret: string;
+}
+interface Delivery {
+  headers: Record<string, string>;
+  body: string;
+}
+
+let tamp: TampCluster;
+let dataDir: string;
+let account: Account;
+let mongo: MongoClient;
+
+async function api<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  base = tamp.publicUrl,
+  token = account?.apiKey,
+): Promise<{ status: number; data: T; raw: unknown }> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const raw = (await response.json()) as { data: T };
+  return { status: response.status, data: raw.data, raw };
+}
+
+const admin = <T>(method: string, path: string, body?: unknown) =>
+  api<T>(method, path, body, tamp.adminUrl, tamp.adminToken);
+
+async function upload(filename: string, bytes: Buffer): Promise<string> {
+  const created = await api<{ id: string; uploadUrl: string; contentType: string }>(
+    'POST',
+    '/v1/upload',
+    { filename, size: bytes.length },
+  );
+  expect(created.status, JSON.stringify(created.raw)).toBe(200);
+  // Signed for the endpoint this client reaches (the chart's s3.publicEndpoint).
+  expect(new URL(created.data.uploadUrl).origin).toBe(tamp.s3PublicUrl);
+  const put = await fetch(created.data.uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': created.data.contentType },
+    body: bytes,
+  });
+  expect(put.status, await put.text()).toBe(200);
+  return created.data.id;
+}
+
+async function waitForTerminal(id: string, timeoutMs: number): Promise<Job> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const wait = Math.max(1, Math.min(20, Math.floor((deadline - Date.now()) / 1000)));
+    try {
+      const response = await api<Job>('GET', `/v1/jobs/${id}?wait=${wait}`);
+      if (response.status === 200 && ['completed', 'failed'].includes(response.data.status)) {
+        return response.data;
+      }
+    } catch {
+      // A gateway pod replaced mid-request during the rolling upgrade: ask again.
+      await sleep(500);
+    }
+  }
+  throw new Error(`job ${id} did not finish within ${timeoutMs} ms`);
+}
+
+async function download(url: string): Promise<Buffer> {
+  expect(new URL(url).origin).toBe(tamp.s3PublicUrl);
+  const response = await fetch(url, { signal: AbortSignal.timeout(60_000) });
+  expect(response.status).toBe(200);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+async function ledgerOf(jobId: string): Promise<{ reserve: number; refund: number }> {
+  const entries = await mongo
+    .db('tamp')
+    .collection<{ _id: string; kind: string; jobId: string | null }>('ledger')
+    .find({ jobId })
+    .toArray();
+  return {
+    reserve: entries.filter((entry) => entry.kind === 'reserve').length,
+    refund: entries.filter((entry) => entry.kind === 'refund').length,
+  };
+}
+
+async function jobDocument(jobId: string): Promise<{ status: string; attempts: number } | null> {
+  return mongo
+    .db('tamp')
+    .collection<{ _id: string; status: string; attempts: number }>('jobs')
+    .findOne({ _id: jobId });
+}
+
+async function credits(): Promise<number> {
+  const found = await mongo
+    .db('tamp')
+    .collection<{ _id: string; allowanceRemaining: number; grantedRemaining: number }>('accounts')
+    .findOne({ _id: account.accountId });
+  if (found === null) throw new Error('account not found');
+  return found.allowanceRemaining + found.grantedRemaining;
+}
+
+async function pods(namespace: string): Promise<
+  Array<{
+    metadata: { name: string; labels: Record<string, string> };
+    status: {
+      phase: string;
+      podIP: string;
+      conditions?: Array<{ type: string; status: string }>;
+      containerStatuses?: Array<{ image: string; ready: boolean }>;
+    };
+  }>
+> {
+  return JSON.parse(await tamp.kubectl(['-n', namespace, 'get', 'pods', '-o', 'json'])).items;
+}
+
+async function capturePods(moment: string): Promise<void> {
+  const table = await tamp.kubectl(['get', 'pods', '-A', '-o', 'wide']);
+  console.log(`kubectl get pods -A (${moment}):\n${table}`);
+}
+
+async function receivedDeliveries(): Promise<Delivery[]> {
+  const port = await tamp.cluster.expose(RECEIVER_IP, 8080);
+  const response = await fetch(`http://127.0.0.1:${port}/deliveries`);
+  return (await response.json()) as Delivery[];
+}
+
+/** A receiver that keeps every delivery (raw body and headers) and lists them on GET. */
+const RECEIVER_SCRIPT = `
+const deliveries = [];
+require('node:http').createServer((request, response) => {
+  const chunks = [];
+  request.on('data', (chunk) => chunks.push(chunk));
+  request.on('end', () => {
+    if (request.method === 'GET') {
+      response.setHeader('content-type', 'application/json');
+      return response.end(JSON.stringify(deliveries));
+    }
+    deliveries.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+    response.statusCode = 204;
+    response.end();
+  });
+}).listen(8080);
+`;
+
+function receiverManifests(image: string): string {
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: RECEIVER_NAMESPACE } },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'receiver', namespace: RECEIVER_NAMESPACE, labels: { app: 'receiver' } },
+      spec: {
+        automountServiceAccountToken: false,
+        securityContext: {
+          runAsNonRoot: true,
+          runAsUser: 10001,
+          seccompProfile: { type: 'RuntimeDefault' },
+        },
+        containers: [
+          {
+            name: 'receiver',
+            image,
+            imagePullPolicy: 'Never',
+            command: ['node', '-e', RECEIVER_SCRIPT],
+            ports: [{ containerPort: 8080 }],
+            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              capabilities: { drop: ['ALL'] },
+            },
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'receiver', namespace: RECEIVER_NAMESPACE },
+      spec: {
+        clusterIP: RECEIVER_IP,
+        selector: { app: 'receiver' },
+        ports: [{ port: 8080, targetPort: 8080 }],
+      },
+    },
+  ]
+    .map((object) => JSON.stringify(object))
+    .join('\n');
+}
+
+describe('Tamp on a real one-node Kubernetes cluster', () => {
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'tamp-cluster-test-'));
+    const started = Date.now();
+    tamp = await startTampCluster({
+      dataDir,
+      log: (message) =>
+        console.log(`[cluster ${((Date.now() - started) / 1000).toFixed(0)} s] ${message}`),
+      values: {
+        // As an operator would: plain http and the receiver's address allowed for webhooks.
+        webhook: { allowHttp: true, allowedPrivateCidrs: [`${RECEIVER_IP}/32`] },
+      },
+      beforeInstall: async (kubectl, images) => {
+        const gateway = images.find((image) => image.name.includes('tamp-gateway'))!.name;
+        await kubectl(['apply', '-f', '-'], receiverManifests(gateway));
+      },
+    });
+    console.log(`cluster and Tamp ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    const mongoPort = await tamp.cluster.expose(
+      (
+        await tamp.kubectl([
+          '-n',
+          'tamp-deps',
+          'get',
+          'service',
+          'ferretdb',
+          '-o',
+          'jsonpath={.spec.clusterIP}',
+        ])
+      ).trim(),
+      27017,
+    );
+    mongo = new MongoClient(`mongodb://127.0.0.1:${mongoPort}/`, { directConnection: true });
+    const created = await admin<Account>('POST', '/admin/accounts', {
+      plan: 'pro',
+      credits: 100_000,
+    });
+    expect(created.status, JSON.stringify(created.raw)).toBe(201);
+    account = created.data;
+  }, 3_600_000);
+
+  afterAll(async () => {
+    await mongo?.close();
+    await tamp?.stop();
+    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  }, 300_000);
+
+  it('runs every Tamp pod Running and Ready from the images built here, and passes helm test', async () => {
+    await capturePods('after helm install --wait');
+    const tampPods = await pods(TAMP_NAMESPACE);
+    expect(tampPods.length).toBeGreaterThanOrEqual(9);
+    for (const pod of tampPods) {
+      expect(pod.status.phase, pod.metadata.name).toBe('Running');
+      expect(
+        pod.status.conditions?.find((c) => c.type === 'Ready')?.status,
+        pod.metadata.name,
+      ).toBe('True');
+      for (const container of pod.status.containerStatuses ?? []) {
+        expect(container.image).toMatch(/^tamp\.local\/tamp-[a-z-]+:/);
+      }
+    }
+    const output = await tamp.helm(
+      // No --logs: the hook pod is deleted once it succeeded (hook-delete-policy).
+      ['test', RELEASE, '--namespace', TAMP_NAMESPACE],
+      300_000,
+    );
+    expect(output).toContain('Phase:          Succeeded');
+    expect(output).not.toContain('FAIL');
+  }, 600_000);
+
+  it('runs an image, a text and an audio job through the gateway Service', async () => {
+    const imageId = await upload('photo.jpg', await photo(1600, 1200));
+    const imageJob = await api<Job>('POST', '/v1/image', { imageId, preset: 'thumbnail' });
+    expect([200, 202], JSON.stringify(imageJob.raw)).toContain(imageJob.status);
+    const image = await waitForTerminal(imageJob.data.id, 120_000);
+    expect(image.status, JSON.stringify(image)).toBe('completed');
+    const thumbnail = await sharp(await download(image.result!.outputUrl!)).metadata();
+    expect(thumbnail.format).toBe('webp');
+    expect(Math.max(thumbnail.width!, thumbnail.height!)).toBeLessThan(1600);
+
+    const text = await api<Job>('POST', '/v1/text', {
+      text: 'Hello   Kubernetes!\n\n\n\nBye.',
+      preset: 'medium',
+    });
+    const textJob = await waitForTerminal(text.data.id, 60_000);
+    expect(textJob.result?.outputText).toBe('Hello Kubernetes!\n\nBye.');
+
+    const audioId = await upload('speech.wav', await speechWav('Tamp runs on Kubernetes now.'));
+    const audio = await api<Job>('POST', '/v1/audio', { audioId, preset: 'podcast' });
+    expect(audio.status, JSON.stringify(audio.raw)).toBe(202);
+    const audioJob = await waitForTerminal(audio.data.id, 180_000);
+    expect(audioJob.status, JSON.stringify(audioJob)).toBe('completed');
+    const encoded = join(dataDir, 'result-audio');
+    await writeFile(encoded, await download(audioJob.result!.outputUrl!));
+    expect(await probeDurationSec(encoded)).toBeGreaterThan(1);
+  }, 600_000);
+
+  it('delivers a signed webhook to a receiver pod allow-listed through the chart values', async () => {
+    const queued = await api<Job>('POST', '/v1/text', {
+      text: `Hello   receiver ${Date.now()}`,
+      preset: 'chill',
+      webhookUrl: `http://${RECEIVER_IP}:8080/hook`,
+    });
+    expect(queued.status, JSON.stringify(queued.raw)).toBe(202);
+    const delivery = await pollUntil(
+      'the webhook delivery',
+      async () => (await receivedDeliveries()).find((d) => d.body.includes(queued.data.id)),
+      120_000,
+      1_000,
+    );
+    const verification = verifyTampDelivery(
+      Buffer.from(delivery.body),
+      delivery.headers,
+      account.webhookSecret,
+    );
+    expect(verification).toMatchObject({ ok: true });
+    if (verification.ok) {
+      expect(verification.event).toMatchObject({
+        event: 'job.completed',
+        job: { id: queued.data.id, status: 'completed' },
+      });
+    }
+  }, 300_000);
+
+  it('serves /metrics from every pod, and the API server accepts the monitoring objects', async () => {
+    for (const pod of await pods(TAMP_NAMESPACE)) {
+      const port = await tamp.cluster.expose(pod.status.podIP, 9090);
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(response.status, pod.metadata.name).toBe(200);
+      expect(await response.text(), pod.metadata.name).toContain('process_cpu_seconds_total');
+    }
+    const monitors = JSON.parse(
+      await tamp.kubectl([
+        '-n',
+        TAMP_NAMESPACE,
+        'get',
+        'servicemonitors,prometheusrules',
+        '-o',
+        'json',
+      ]),
+    ) as { items: Array<{ kind: string }> };
+    expect(monitors.items.map((item) => item.kind).sort()).toEqual([
+      'PrometheusRule',
+      'ServiceMonitor',
+    ]);
+    // The CRDs' schemas validate: a malformed object is refused by the API server.
+    await expect(
+      tamp.kubectl(
+        ['-n', TAMP_NAMESPACE, 'apply', '--dry-run=server', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'monitoring.coreos.com/v1',
+          kind: 'ServiceMonitor',
+          metadata: { name: 'malformed' },
+          spec: { selector: {}, endpoints: [{ port: 'ops', interval: 'often' }] },
+        }),
+      ),
+    ).rejects.toThrow(/interval/);
+  }, 300_000);
+
+  it('completes a job exactly once, charged once, when its worker pod is force-deleted mid-job', async () => {
+    const wav = join(dataDir, 'long.wav');
+    await generateLongWav(wav, 120);
+    const audioId = await upload('long.wav', await readFile(wav));
+    const before = await credits();
+    const created = await api<Job>('POST', '/v1/audio', { audioId, preset: 'lecture' });
+    expect(created.status, JSON.stringify(created.raw)).toBe(202);
+    const jobId = created.data.id;
+    await pollUntil(
+      'the audio job to be processing',
+      async () => ((await jobDocument(jobId))?.status === 'processing' ? true : undefined),
+      120_000,
+      200,
+    );
+    const [worker] = (await pods(TAMP_NAMESPACE)).filter(
+      (pod) => pod.metadata.labels['app.kubernetes.io/component'] === 'worker-audio',
+    );
+    await tamp.kubectl([
+      '-n',
+      TAMP_NAMESPACE,
+      'delete',
+      'pod',
+      worker!.metadata.name,
+      '--grace-period=0',
+      '--force',
+    ]);
+    // Deleted while running: otherwise this proves nothing.
+    expect(await jobDocument(jobId)).toMatchObject({ status: 'processing', attempts: 1 });
+
+    const job = await waitForTerminal(jobId, 420_000);
+    expect(job.status, JSON.stringify(job)).toBe('completed');
+    await sleep(3_000); // time for a duplicate charge or event, if one were coming
+    expect((await jobDocument(jobId))?.attempts).toBe(2);
+    expect(await ledgerOf(jobId)).toEqual({ reserve: 1, refund: 0 });
+    expect(before - (await credits())).toBeGreaterThan(0);
+  }, 600_000);
+
+  it('rolls every Deployment on helm upgrade while jobs are in flight; none lost or charged twice', async () => {
+    const deployments = async () =>
+      JSON.parse(await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'deployments', '-o', 'json']))
+        .items as Array<{
+        metadata: { name: string; generation: number };
+        status: { observedGeneration: number; updatedReplicas?: number; readyReplicas?: number };
+        spec: {
+          replicas: number;
+          template: { metadata: { annotations?: Record<string, string> } };
+        };
+      }>;
+    const generations = new Map(
+      (await deployments()).map((d) => [d.metadata.name, d.metadata.generation]),
+    );
+
+    const speech = await upload('speech.wav', await speechWav('Rolling upgrades lose nothing.'));
+    const jobIds: string[] = [];
+    for (let index = 0; index < 4; index++) {
+      const text = await api<Job>('POST', '/v1/text', {
+        text: `${'Lorem ipsum   dolor sit amet.  '.repeat(2_000)} ${index}`, // > 50 KB: queued
+        preset: 'chill',
+      });
+      expect(text.status, JSON.stringify(text.raw)).toBe(202);
+      jobIds.push(text.data.id);
+      const audio = await api<Job>('POST', '/v1/audio', { audioId: speech, preset: 'chill' });
+      expect(audio.status, JSON.stringify(audio.raw)).toBe(202);
+      jobIds.push(audio.data.id);
+    }
+
+    const upgrade = tamp.helm(
+      [
+        'upgrade',
+        RELEASE,
+        'charts/tamp',
+        '--namespace',
+        TAMP_NAMESPACE,
+        '--reuse-values',
+        '--set-string',
+        `podAnnotations.rollout=upgrade-${Date.now()}`,
+        '--wait',
+        '--timeout',
+        '10m',
+      ],
+      900_000,
+    );
+    // More jobs while the rollout is under way.
+    for (let index = 0; index < 3; index++) {
+      await sleep(3_000);
+      for (let retry = 0; retry < 5; retry++) {
+        try {
+          const text = await api<Job>('POST', '/v1/text', {
+            text: `${'Rolling   upgrade text.  '.repeat(2_500)} ${index}`,
+            preset: 'chill',
+          });
+          if (text.status === 202) {
+            jobIds.push(text.data.id);
+            break;
+          }
+        } catch {
+          await sleep(1_000);
+        }
+      }
+    }
+    await upgrade;
+
+    for (const deployment of await deployments()) {
+      expect(deployment.metadata.generation, deployment.metadata.name).toBeGreaterThan(
+        generations.get(deployment.metadata.name)!,
+      );
+      expect(deployment.status.updatedReplicas, deployment.metadata.name).toBe(
+        deployment.spec.replicas,
+      );
+      expect(deployment.spec.template.metadata.annotations?.rollout).toMatch(/^upgrade-/);
+    }
+    await capturePods('after helm upgrade');
+    for (const id of jobIds) {
+      const job = await waitForTerminal(id, 300_000);
+      expect(job.status, `${id} ${JSON.stringify(job)}`).toBe('completed');
+    }
+    await sleep(3_000);
+    for (const id of jobIds) expect(await ledgerOf(id), id).toEqual({ reserve: 1, refund: 0 });
+  }, 1_200_000);
+
+  it('helm uninstall leaves no Tamp object but the Secret the chart keeps on purpose', async () => {
+    await tamp.helm([
+      'uninstall',
+      RELEASE,
+      '--namespace',
+      TAMP_NAMESPACE,
+      '--wait',
+      '--timeout',
+      '5m',
+    ]);
+    const labelled = async () =>
+      (
+        JSON.parse(
+          await tamp.kubectl([
+            'get',
+            'all,configmaps,secrets,serviceaccounts,poddisruptionbudgets,networkpolicies,servicemonitors,prometheusrules,roles,rolebindings',
+            '--all-namespaces',
+            '-l',
+            `app.kubernetes.io/instance=${RELEASE}`,
+            '-o',
+            'json',
+          ]),
+        ) as { items: Array<{ kind: string; metadata: { name: string } }> }
+      ).items.map((item) => `${item.kind}/${item.metadata.name}`);
+    // Pods drain within their grace period after their Deployments are gone.
+    await pollUntil(
+      'the Tamp pods to be gone',
+      async () => ((await labelled()).some((name) => name.startsWith('Pod/')) ? undefined : true),
+      120_000,
+      1_000,
+    );
+    // helm.sh/resource-policy: keep, so webhook secrets encrypted with its key stay readable.
+    expect(await labelled()).toEqual([`Secret/${RELEASE}-secrets`]);
+  }, 600_000);
+
+  it('stops the cluster leaving no process, network namespace, mount or CNI cache entry', async () => {
+    const pids = tamp.cluster.pids();
+    const netns = tamp.cluster.netns;
+    await mongo.close();
+    await tamp.stop();
+    for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
+    expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(netns);
+    expect(await mountsUnder(dataDir)).toEqual([]);
+    const ps = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+    expect(ps.split('\n').filter((line) => line.includes(dataDir))).toEqual([]);
+    if (existsSync('/var/lib/cni/results')) {
+      expect(
+        (await readdir('/var/lib/cni/results')).filter((entry) => entry.startsWith(netns)),
+      ).toEqual([]);
+    }
+  }, 300_000);
+});
