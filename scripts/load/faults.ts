@@ -55,7 +55,9 @@ export async function injectFault(
       break;
     }
     case 'pause': {
-      const pid = serverPid(stack, target as ServerName);
+      // The whole process group: PostgreSQL serves each connection from a child process, so
+      // stopping the postmaster alone would only stop new connections.
+      const pid = -serverPid(stack, target as ServerName);
       process.kill(pid, 'SIGSTOP');
       try {
         await sleep(pauseMs / 2);

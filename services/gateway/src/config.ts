@@ -31,6 +31,6 @@ export const configSchema = z.object({
    * Job creations one gateway replica forwards at once; more are shed at once with 503 and
    * Retry-After instead of queueing behind work that would miss its budget anyway.
    */
-  MAX_CONCURRENT_CREATIONS: z.coerce.number().int().min(1).max(10_000).default(64),
+  MAX_CONCURRENT_CREATIONS: z.coerce.number().int().min(1).max(10_000).default(256),
 });
 export type Config = z.output<typeof configSchema>;

@@ -50,7 +50,7 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
     authenticator,
     limiter,
     createJobBudgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
-    maxConcurrentCreations: dependencies.maxConcurrentCreations ?? 64,
+    maxConcurrentCreations: dependencies.maxConcurrentCreations ?? 256,
   });
   // Long-polls answer at once when the server starts closing, instead of holding shutdown.
   publicApp.addHook('preClose', async () => waiters.wakeAll());
