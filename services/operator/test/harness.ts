@@ -13,8 +13,8 @@ import { createTopology, type Pipeline, type Topology } from '@tamp/proto';
 import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
 import { pollUntil, sleep } from '../../../scripts/infra/kubernetes/processes';
-import { freePort, stopProcess } from '../../../scripts/infra/launcher';
-import { PROJECT_ROOT } from '../../../scripts/infra/provision';
+import { freePort, stopProcess, tcpOpen } from '../../../scripts/infra/launcher';
+import { PROJECT_ROOT, toolPath } from '../../../scripts/infra/provision';
 import { CHART_DIR, helm } from '../../../test/deploy/helm';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { type TestControlPlane, useControlPlane } from '../../../test/support/kubernetes';
@@ -301,6 +301,40 @@ export class OperatorProcess {
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
     this.child.kill('SIGKILL');
     await exited;
+  }
+}
+
+/**
+ * A NATS server of the test's own, to stop and start again (the shared one must stay up), on
+ * loopback; with JetStream (file storage in `storeDir`, so a restart keeps the backlog) or
+ * without.
+ */
+export class TestNatsServer {
+  private child: ChildProcess | undefined;
+
+  constructor(
+    readonly port: number,
+    private readonly storeDir: string | undefined,
+  ) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const args = ['-a', '127.0.0.1', '-p', String(this.port)];
+    if (this.storeDir !== undefined) args.push('-js', '-sd', this.storeDir);
+    this.child = spawn(toolPath('nats-server'), args, { stdio: 'ignore' });
+    await pollUntil(
+      'nats-server to listen',
+      async () => (await tcpOpen(this.port)) || undefined,
+      20_000,
+    );
+  }
+
+  async stop(): Promise<void> {
+    if (this.child !== undefined) await stopProcess(this.child, 5_000);
+    this.child = undefined;
   }
 }
 

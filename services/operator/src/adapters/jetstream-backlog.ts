@@ -89,23 +89,43 @@ export class JetStreamBacklog {
   }
 }
 
+/**
+ * Why a backlog could not be read. Reachable NATS that refuses the read (JetStream off for the
+ * account, a permission missing, any other JetStream API error) is ConsumerUnreadable; a
+ * missing stream or consumer is ConsumerNotFound; everything else (timeouts, a lost
+ * connection) is NatsUnavailable.
+ */
 function unreadable(error: unknown, where: string): BacklogReading {
+  const message = error instanceof Error ? error.message : String(error);
   if (error instanceof JetStreamApiError) {
     const missing =
       error.code === JetStreamApiCodes.ConsumerNotFound ||
       error.code === JetStreamApiCodes.StreamNotFound;
-    return missing
-      ? { available: false, reason: 'ConsumerNotFound', message: `${where} not found` }
-      : {
-          available: false,
-          reason: 'ConsumerUnreadable',
-          message: `${where} cannot be read: ${error.message}`,
-        };
+    if (missing) {
+      return { available: false, reason: 'ConsumerNotFound', message: `${where} not found` };
+    }
   }
-  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof JetStreamApiError || refusedByNats(error)) {
+    return {
+      available: false,
+      reason: 'ConsumerUnreadable',
+      message: `${where} cannot be read: ${message}`,
+    };
+  }
   return {
     available: false,
     reason: 'NatsUnavailable',
     message: `${where} cannot be read: ${message}`,
   };
+}
+
+/** JetStream not enabled for the account, or a permission violation, anywhere in the causes. */
+function refusedByNats(error: unknown): boolean {
+  let cause = error;
+  for (let depth = 0; depth < 8 && cause instanceof Error; depth++, cause = cause.cause) {
+    if (cause.name === 'JetStreamNotEnabled' || cause.name === 'PermissionViolationError') {
+      return true;
+    }
+  }
+  return false;
 }
