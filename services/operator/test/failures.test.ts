@@ -87,9 +87,11 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     const recovered = await world.pool(namespace, 'worker-audio');
     expect(condition(recovered, 'BacklogUnavailable')).toMatchObject({ status: 'False' });
     expect(condition(recovered, 'Ready')).toMatchObject({ status: 'True' });
-    expect((await world.events(namespace, 'worker-audio')).map((event) => event.reason)).toEqual(
-      expect.arrayContaining(['ConsumerNotFound', 'BacklogRead', 'ScaledUp']),
-    );
+    expect(await world.eventReasons(namespace, 'worker-audio', 3)).toEqual([
+      'BacklogRead',
+      'ConsumerNotFound',
+      'ScaledUp',
+    ]);
   });
 
   it('keeps the replicas when JetStream refuses the read (a server without JetStream)', async () => {

@@ -132,14 +132,31 @@ export function useOperatorWorld() {
         'GET',
         `/apis/apps/v1/namespaces/${namespace}/deployments/${name}/scale`,
       );
-      return status === 404 ? undefined : body.spec.replicas;
+      // A Scale leaves out replicas: 0.
+      return status === 404 ? undefined : (body.spec.replicas ?? 0);
     },
 
     async events(namespace: string, pool: string): Promise<PoolEvent[]> {
       const { body } = await cluster.api<{
-        items: Array<PoolEvent & { involvedObject: { name: string } }>;
+        items: Array<PoolEvent & { involvedObject: { kind: string; name: string } }>;
       }>('GET', `/api/v1/namespaces/${namespace}/events`);
-      return body.items.filter((event) => event.involvedObject.name === pool);
+      return body.items.filter(
+        (event) => event.involvedObject.kind === 'WorkerPool' && event.involvedObject.name === pool,
+      );
+    },
+
+    /**
+     * The pool's event reasons once at least `count` were recorded (events follow the scale
+     * they announce), and a second more so an extra one would be seen too.
+     */
+    async eventReasons(namespace: string, pool: string, count: number): Promise<string[]> {
+      await pollUntil(
+        `${count} events of ${pool}`,
+        async () => ((await this.events(namespace, pool)).length >= count ? true : undefined),
+        10_000,
+      );
+      await sleep(1_000);
+      return (await this.events(namespace, pool)).map((event) => event.reason).sort();
     },
 
     /** `kubectl get workerpools` as a person would read it. */
