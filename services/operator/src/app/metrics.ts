@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type ReconcileResult = 'unchanged' | 'status' | 'scaled' | 'error';
-export type ErrorSource = 'reconcile' | 'informer' | 'event' | 'lease';
+export type ErrorSource = 'reconcile' | 'informer' | 'event';
 
 /** What an operator's dashboard and alerts need; one series per WorkerPool at most. */
 export function createOperatorMetrics(registry: Registry) {
