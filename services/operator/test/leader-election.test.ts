@@ -82,13 +82,13 @@ describe('leader election on a coordination.k8s.io Lease, two operator processes
     const failOverMs = Date.now() - killedAt;
     expect(await holder(namespace)).toBe(standby.identity);
     // The lease runs out 4 s after the standby last saw it renewed (up to a retry period before
-    // the kill), and the standby tries every 0.5 s (+ 20 % jitter); a second of slack for a
+    // the kill), and the standby tries every 0.5 s (+ 20 % jitter); two seconds of slack for a
     // busy machine.
     expect(failOverMs).toBeGreaterThan(
       TEST_LEASE.durationSeconds * 1000 - 2 * TEST_LEASE.retryPeriodMs,
     );
     expect(failOverMs).toBeLessThanOrEqual(
-      TEST_LEASE.durationSeconds * 1000 + 2 * TEST_LEASE.retryPeriodMs + 1_000,
+      TEST_LEASE.durationSeconds * 1000 + 2 * TEST_LEASE.retryPeriodMs + 2_000,
     );
     console.log(
       `leader killed (SIGKILL): the standby led after ${failOverMs} ms (lease ${TEST_LEASE.durationSeconds} s)`,
