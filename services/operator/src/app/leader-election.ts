@@ -57,8 +57,8 @@ export class LeaderElector {
     this.stopped = true;
     this.wake?.();
     await this.loop;
-    if (this.lastRenewedMs === undefined) return;
-    this.loseLeadership('stopping');
+    if (this.lastRenewedMs !== undefined) this.loseLeadership('stopping');
+    // Also when the last try won the lease just as the stop began: release checks the holder.
     await this.release();
   }
 
@@ -104,7 +104,8 @@ export class LeaderElector {
 
   private loseLeadership(why: string): void {
     this.lastRenewedMs = undefined;
-    this.logger.warn({ identity: this.options.identity, why }, 'stopped leading');
+    const level = this.stopped ? 'info' : 'warn';
+    this.logger[level]({ identity: this.options.identity, why }, 'stopped leading');
     this.callbacks.onStoppedLeading();
   }
 

@@ -41,6 +41,15 @@ export function createOperatorMetrics(registry: Registry) {
     registers: [registry],
   });
   leader.set(0);
+  // A pool's series carry its pipeline, which can change: the labels last used, to remove them.
+  const series = new Map<string, { workerpool: string; pipeline: string }>();
+  const drop = (name: string) => {
+    const labels = series.get(name);
+    if (labels === undefined) return;
+    backlog.remove(labels);
+    desired.remove(labels);
+    series.delete(name);
+  };
   return {
     reconciled(result: ReconcileResult, seconds: number) {
       reconciles.inc({ result });
@@ -54,14 +63,15 @@ export function createOperatorMetrics(registry: Registry) {
       values: { backlog?: number; desired?: number },
     ) {
       const labels = { workerpool: pool.name, pipeline: pool.pipeline };
+      if (series.get(pool.name)?.pipeline !== pool.pipeline) drop(pool.name);
+      series.set(pool.name, labels);
       if (values.backlog === undefined) backlog.remove(labels);
       else backlog.set(labels, values.backlog);
       if (values.desired === undefined) desired.remove(labels);
       else desired.set(labels, values.desired);
     },
     forget(name: string) {
-      backlog.remove({ workerpool: name });
-      desired.remove({ workerpool: name });
+      drop(name);
     },
     leading(isLeader: boolean) {
       leader.set(isLeader ? 1 : 0);

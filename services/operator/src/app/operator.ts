@@ -92,6 +92,8 @@ export class Operator {
 
   private stopLeading(): void {
     this.options.metrics.leading(false);
+    // A standby's figures would go stale: only the leader reports pools.
+    for (const pool of this.pools.list()) this.options.metrics.forget(pool.metadata.name);
     this.queue?.shutDown();
     this.queue = undefined;
   }
