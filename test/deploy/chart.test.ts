@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createTopology } from '@tamp/proto';
+import { createTopology, PIPELINES, type Pipeline, WORKER_SERVICES } from '@tamp/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { PROJECT_ROOT } from '../../scripts/infra/provision';
@@ -22,6 +22,7 @@ import {
   type Manifest,
   NAMESPACE,
   ofKind,
+  parseManifests,
   RELEASE,
   render,
   valuesArgs,
@@ -88,12 +89,28 @@ const FULL_VALUES = {
   billing: { env: { PLANS_JSON: '{"free":{"creditsPerPeriod":500}}' } },
   workerImage: {
     env: { IMAGE_MEMORY_BUDGET_MB: IMAGE_BUDGET, WORKER_CONCURRENCY: 3 },
-    autoscaling: { enabled: true, type: 'hpa', minReplicas: 1, maxReplicas: 8 },
+    autoscaling: { enabled: true, mode: 'hpa', minReplicas: 1, maxReplicas: 8 },
   },
   workerAudio: {
-    autoscaling: { enabled: true, type: 'keda', minReplicas: 1, maxReplicas: 5, lagThreshold: 3 },
+    autoscaling: {
+      enabled: true,
+      mode: 'keda',
+      minReplicas: 1,
+      maxReplicas: 5,
+      targetBacklogPerReplica: 3,
+    },
   },
-  workerText: { autoscaling: { enabled: true, type: 'keda', maxReplicas: 4, minReplicas: 1 } },
+  workerText: {
+    autoscaling: {
+      enabled: true,
+      mode: 'operator',
+      minReplicas: 0,
+      maxReplicas: 4,
+      targetBacklogPerReplica: 20,
+      scaleDownStabilizationSeconds: 120,
+    },
+  },
+  operator: { leaderElection: { leaseDurationSeconds: 30 } },
   ingress: {
     enabled: true,
     className: 'nginx',
@@ -246,7 +263,9 @@ describe('Helm chart charts/tamp', () => {
         );
         expect(pod.securityContext.runAsNonRoot, name).toBe(true);
         expect(pod.securityContext.runAsUser, name).toBeGreaterThan(0);
-        expect(pod.automountServiceAccountToken, name).toBe(false);
+        // Only the operator calls the Kubernetes API, with a ServiceAccount of its own.
+        expect(pod.automountServiceAccountToken, name).toBe(name === 'operator');
+        expect(pod.serviceAccountName === `${RELEASE}-operator`, name).toBe(name === 'operator');
         expect(main.securityContext, name).toMatchObject({
           readOnlyRootFilesystem: true,
           allowPrivilegeEscalation: false,
@@ -444,7 +463,7 @@ describe('Helm chart charts/tamp', () => {
     expect(container(deploymentOf(defaults, 'worker-image')).resources.limits.memory).toBe('512Mi');
   });
 
-  it('autoscales with an HPA or KEDA on the JetStream consumer backlog when asked', () => {
+  it('autoscales with an HPA, KEDA or a WorkerPool on the JetStream consumer backlog when asked', () => {
     const deployments = new Map(ofKind(full, 'Deployment').map((d) => [d.metadata.name, d]));
     const hpas = ofKind(full, 'HorizontalPodAutoscaler');
     expect(hpas.map(componentOf).sort()).toEqual(['gateway', 'worker-image']);
@@ -458,9 +477,9 @@ describe('Helm chart charts/tamp', () => {
     }
     const topology = createTopology(FULL_VALUES.nats.namespace);
     const scaled = ofKind(full, 'ScaledObject');
-    expect(scaled.map(componentOf).sort()).toEqual(['worker-audio', 'worker-text']);
+    expect(scaled.map(componentOf).sort()).toEqual(['worker-audio']);
     for (const object of scaled) {
-      const service = componentOf(object) as 'worker-audio' | 'worker-text';
+      const service = componentOf(object) as 'worker-audio';
       expect(deployments.get(object.spec.scaleTargetRef.name)?.spec.replicas).toBeUndefined();
       const trigger = object.spec.triggers[0];
       expect(trigger.type).toBe('nats-jetstream');
@@ -468,7 +487,21 @@ describe('Helm chart charts/tamp', () => {
       expect(trigger.metadata.stream).toBe(topology.streams.jobs.name);
       expect(trigger.metadata.consumer).toBe(topology.consumers[service].durableName);
       expect(trigger.metadata.natsServerMonitoringEndpoint).toBe('nats.data:8222');
+      expect(trigger.metadata.lagThreshold).toBe('3');
     }
+    const pools = ofKind(full, 'WorkerPool');
+    expect(pools.map(componentOf)).toEqual(['worker-text']);
+    expect(pools[0]!.apiVersion).toBe('tamp.dev/v1alpha1');
+    expect(deployments.get(pools[0]!.spec.deployment)?.spec.replicas).toBeUndefined();
+    expect(pools[0]!.spec).toEqual({
+      deployment: `${RELEASE}-worker-text`,
+      pipeline: 'text',
+      minReplicas: 0,
+      maxReplicas: 4,
+      targetBacklogPerReplica: 20,
+      scaleDownStabilizationSeconds: 120,
+      pollIntervalSeconds: 15,
+    });
     // Without autoscaling the Deployments keep their replica counts.
     for (const deployment of ofKind(defaults, 'Deployment')) {
       expect(deployment.spec.replicas, deployment.metadata.name).toBeGreaterThanOrEqual(1);
@@ -630,6 +663,13 @@ describe('Helm chart charts/tamp', () => {
       ['tolerations[0].keyy=dedicated', '/tolerations'],
       ['networkPolicy.opsFrom[0].namespaceSelectorr.x=y', '/networkPolicy/opsFrom'],
       ['webhook.allowedPrivateCidrs[0]=everything', '/webhook/allowedPrivateCidrs'],
+      ['workerAudio.autoscaling.mode=scale-please', '/workerAudio/autoscaling/mode'],
+      // The key is `mode`; the old `type` is refused rather than silently ignored.
+      ['workerAudio.autoscaling.type=keda', '/workerAudio/autoscaling'],
+      // An HPA cannot scale to zero (gateway autoscaling is an HPA when no mode is given).
+      ['gateway.autoscaling.minReplicas=0', '/gateway/autoscaling/minReplicas'],
+      ['operator.env.WATCH_NAMESPACE=elsewhere', 'WATCH_NAMESPACE'],
+      ['operator.leaderElection.leaseDurationSeconds=1', '/operator/leaderElection'],
     ];
     for (const [assignment, mention] of bad) {
       const result = await helm(['template', RELEASE, CHART_DIR, '--set', assignment]);
@@ -650,6 +690,106 @@ describe('Helm chart charts/tamp', () => {
       'gateway.replicaCount=3',
     ]);
     expect(good.code, good.stderr).toBe(0);
+  });
+
+  it('renders one WorkerPool per enabled worker in operator mode, on the consumer each one reads', async () => {
+    const operatorMode = (minReplicas: number) => ({
+      autoscaling: { enabled: true, mode: 'operator', minReplicas, maxReplicas: 6 },
+    });
+    const manifests = await render(
+      await valuesArgs({
+        workerAudio: operatorMode(1),
+        workerText: operatorMode(0),
+        workerImage: { enabled: false, ...operatorMode(1) },
+      }),
+    );
+    const pools = ofKind(manifests, 'WorkerPool');
+    expect(pools.map(componentOf).sort()).toEqual(['worker-audio', 'worker-text']);
+    const deployments = new Map(ofKind(manifests, 'Deployment').map((d) => [d.metadata.name, d]));
+    const topology = createTopology('');
+    for (const pool of pools) {
+      const worker = componentOf(pool);
+      const deployment = deployments.get(pool.spec.deployment);
+      expect(deployment && componentOf(deployment)).toBe(worker);
+      // The operator owns the replica count.
+      expect(deployment!.spec.replicas).toBeUndefined();
+      // The consumer the operator reads for this pipeline is the one this worker consumes.
+      const pipeline = pool.spec.pipeline as Pipeline;
+      expect(topology.consumers[WORKER_SERVICES[pipeline]].durableName).toBe(worker);
+      expect(pool.spec).toMatchObject({ maxReplicas: 6, scaleDownStabilizationSeconds: 300 });
+    }
+    const needsOperator = await helm([
+      'template',
+      RELEASE,
+      CHART_DIR,
+      ...(await valuesArgs({ operator: { enabled: false }, workerAudio: operatorMode(1) })),
+    ]);
+    expect(needsOperator.code).not.toBe(0);
+    expect(needsOperator.stderr).toContain('autoscaling.mode operator needs operator.enabled');
+    const notAWorker = await helm([
+      'template',
+      RELEASE,
+      CHART_DIR,
+      ...(await valuesArgs({ gateway: operatorMode(1) })),
+    ]);
+    expect(notAWorker.code).not.toBe(0);
+    expect(notAWorker.stderr).toContain('is for the pipeline workers only');
+  });
+
+  it('gives the operator a namespaced Role with only the calls it makes', () => {
+    for (const manifests of [defaults, full]) {
+      expect(ofKind(manifests, 'ClusterRole')).toEqual([]);
+      expect(ofKind(manifests, 'ClusterRoleBinding')).toEqual([]);
+      const [role, ...otherRoles] = ofKind(manifests, 'Role');
+      expect(otherRoles).toEqual([]);
+      expect(role!.metadata.name).toBe(`${RELEASE}-operator`);
+      expect(role!.rules).toEqual([
+        { apiGroups: ['tamp.dev'], resources: ['workerpools'], verbs: ['list', 'watch'] },
+        { apiGroups: ['tamp.dev'], resources: ['workerpools/status'], verbs: ['patch'] },
+        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
+        { apiGroups: ['apps'], resources: ['deployments/scale'], verbs: ['get', 'patch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          resourceNames: [`${RELEASE}-operator`],
+          verbs: ['get', 'update'],
+        },
+      ]);
+      const [binding] = ofKind(manifests, 'RoleBinding');
+      expect(binding!.roleRef).toMatchObject({ kind: 'Role', name: role!.metadata.name });
+      expect(binding!.subjects).toEqual([
+        { kind: 'ServiceAccount', name: `${RELEASE}-operator`, namespace: NAMESPACE },
+      ]);
+      const operator = operatorSchema.parse(
+        resolvedEnv(deploymentOf(manifests, 'operator'), manifests),
+      );
+      // The lease the Role names is the one the operator holds, in the release's namespace.
+      expect(operator.LEASE_NAME).toBe(`${RELEASE}-operator`);
+      expect(operator.WATCH_NAMESPACE).toBe(NAMESPACE);
+    }
+    const leaseOf = (manifests: Manifest[]) =>
+      operatorSchema.parse(resolvedEnv(deploymentOf(manifests, 'operator'), manifests));
+    expect(leaseOf(defaults)).toMatchObject({
+      LEASE_DURATION_SECONDS: 15,
+      LEASE_RENEW_DEADLINE_MS: 10_000,
+      LEASE_RETRY_PERIOD_MS: 2_000,
+    });
+    expect(leaseOf(full).LEASE_DURATION_SECONDS).toBe(30);
+  });
+
+  it('ships the WorkerPool CRD exactly as k8s/crds defines it', async () => {
+    const file = 'workerpools.tamp.dev.yaml';
+    const [source, shipped] = await Promise.all([
+      readFile(join(PROJECT_ROOT, 'k8s/crds', file), 'utf8'),
+      readFile(join(CHART_DIR, 'crds', file), 'utf8'),
+    ]);
+    expect(shipped).toBe(source);
+    const [crd] = parseManifests(source);
+    const spec = crd!.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    // The pipelines are proto's.
+    expect(spec.properties.pipeline.enum).toEqual([...PIPELINES]);
   });
 
   it('names one image per service, as docker/build.sh tags them', async () => {

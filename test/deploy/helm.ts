@@ -26,6 +26,10 @@ export interface Manifest {
   // biome-ignore lint/suspicious/noExplicitAny: arbitrary Kubernetes object fields
   spec?: any;
   data?: Record<string, string>;
+  /** Roles and their bindings. */
+  rules?: Array<Record<string, string[]>>;
+  roleRef?: { kind: string; name: string };
+  subjects?: Array<{ kind: string; name: string; namespace?: string }>;
 }
 
 export interface HelmResult {

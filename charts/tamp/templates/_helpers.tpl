@@ -51,6 +51,11 @@ app.kubernetes.io/component: {{ .name }}
 {{- printf "%s-%s" (include "tamp.fullname" .root) .name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The operator's own ServiceAccount: the only pods that get an API token. */}}
+{{- define "tamp.operatorServiceAccountName" -}}
+{{- include "tamp.componentName" (dict "root" . "name" "operator") }}
+{{- end }}
+
 {{- define "tamp.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "tamp.fullname" .) .Values.serviceAccount.name }}
@@ -190,6 +195,14 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- end }}
 {{- if $facts.pipeline }}
 {{- $_ := set $env "WORKER_TEMP_DIR" "/scratch" }}
+{{- end }}
+{{- if eq .name "operator" }}
+{{- $lease := ($settings.leaderElection | default dict).leaseDurationSeconds | default 15 | int }}
+{{- $_ := set $env "WATCH_NAMESPACE" $root.Release.Namespace }}
+{{- $_ := set $env "LEASE_NAME" (include "tamp.componentName" .) }}
+{{- $_ := set $env "LEASE_DURATION_SECONDS" (toString $lease) }}
+{{- $_ := set $env "LEASE_RENEW_DEADLINE_MS" (toString (div (mul $lease 2000) 3)) }}
+{{- $_ := set $env "LEASE_RETRY_PERIOD_MS" (toString (div (mul $lease 2000) 15)) }}
 {{- end }}
 {{- if eq .name "webhook" }}
 {{- if $settings.allowHttp }}

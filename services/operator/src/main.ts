@@ -1,11 +1,12 @@
 import { runService } from '@tamp/kit';
 import { configSchema } from './config';
+import { startOperatorService } from './service';
 
 await runService({
   name: 'operator',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
+  async start({ config, logger, metrics, shutdown }) {
+    const operator = await startOperatorService({ config, logger, metrics });
+    if (operator !== null) shutdown.register('operator', () => operator.stop());
   },
 });
