@@ -250,6 +250,19 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
       values: {
         // As an operator would: plain http and the receiver's address allowed for webhooks.
         webhook: { allowHttp: true, allowedPrivateCidrs: [`${RECEIVER_IP}/32`] },
+        // The audio workers scaled by Tamp's operator from the JetStream backlog (a WorkerPool),
+        // with a short window so the test sees the way back down.
+        workerAudio: {
+          autoscaling: {
+            enabled: true,
+            mode: 'operator',
+            minReplicas: 1,
+            maxReplicas: 3,
+            targetBacklogPerReplica: 1,
+            scaleDownStabilizationSeconds: 20,
+            pollIntervalSeconds: 2,
+          },
+        },
       },
       beforeInstall: async (kubectl, images) => {
         const gateway = images.find((image) => image.name.includes('tamp-gateway'))!.name;
@@ -435,6 +448,116 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
     expect(before - (await credits())).toBeGreaterThan(0);
   }, 600_000);
 
+  it('scales worker-audio up for a burst of audio jobs and back to minReplicas after (WorkerPool)', async () => {
+    interface Pool {
+      status?: {
+        backlog?: number;
+        replicas?: number;
+        desiredReplicas?: number;
+        conditions?: Array<{ type: string; status: string }>;
+      };
+    }
+    const pool = async () =>
+      JSON.parse(
+        await tamp.kubectl([
+          '-n',
+          TAMP_NAMESPACE,
+          'get',
+          'workerpool',
+          'tamp-worker-audio',
+          '-o',
+          'json',
+        ]),
+      ) as Pool;
+    const readyAudioPods = async () =>
+      (await pods(TAMP_NAMESPACE)).filter(
+        (pod) =>
+          pod.metadata.labels['app.kubernetes.io/component'] === 'worker-audio' &&
+          pod.status.conditions?.find((condition) => condition.type === 'Ready')?.status === 'True',
+      ).length;
+    const timeline: string[] = [];
+    const snapshot = async () => {
+      const table = await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'workerpools']);
+      timeline.push(`${new Date().toISOString()}\n${table.trim()}`);
+    };
+    await pollUntil(
+      'the WorkerPool to be Ready at its minimum',
+      async () => {
+        const status = (await pool()).status;
+        const ready = status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+        return ready && status?.desiredReplicas === 1 ? true : undefined;
+      },
+      120_000,
+      1_000,
+    );
+    await snapshot();
+
+    const wav = join(dataDir, 'burst.wav');
+    await generateLongWav(wav, 40);
+    const audioId = await upload('burst.wav', await readFile(wav));
+    const before = await credits();
+    const jobIds: string[] = [];
+    for (let index = 0; index < 6; index++) {
+      const created = await api<Job>('POST', '/v1/audio', { audioId, preset: 'podcast' });
+      expect(created.status, JSON.stringify(created.raw)).toBe(202);
+      jobIds.push(created.data.id);
+    }
+    let peakBacklog = 0;
+    await pollUntil(
+      'worker-audio to run 3 Ready pods',
+      async () => {
+        peakBacklog = Math.max(peakBacklog, (await pool()).status?.backlog ?? 0);
+        await snapshot();
+        return (await readyAudioPods()) === 3 ? true : undefined;
+      },
+      300_000,
+      2_000,
+    );
+    expect(peakBacklog).toBeGreaterThanOrEqual(3);
+    const events = await tamp.kubectl([
+      '-n',
+      TAMP_NAMESPACE,
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.kind=WorkerPool,involvedObject.name=tamp-worker-audio',
+      '-o',
+      'jsonpath={.items[*].reason}',
+    ]);
+    expect(events).toContain('ScaledUp');
+
+    for (const id of jobIds) {
+      const job = await waitForTerminal(id, 600_000);
+      expect(job.status, `${id} ${JSON.stringify(job)}`).toBe('completed');
+    }
+    await sleep(3_000);
+    for (const id of jobIds) expect(await ledgerOf(id), id).toEqual({ reserve: 1, refund: 0 });
+    expect(before - (await credits())).toBe(jobIds.length);
+
+    await pollUntil(
+      'worker-audio back to its minimum after the window',
+      async () => {
+        await snapshot();
+        const status = (await pool()).status;
+        return status?.replicas === 1 && status.desiredReplicas === 1 ? true : undefined;
+      },
+      180_000,
+      2_000,
+    );
+    console.log(`WorkerPool during the burst:\n${timeline.join('\n')}`);
+    const after = await tamp.kubectl([
+      '-n',
+      TAMP_NAMESPACE,
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.kind=WorkerPool,involvedObject.name=tamp-worker-audio',
+      '-o',
+      'jsonpath={.items[*].reason}',
+    ]);
+    expect(after).toContain('ScaledDown');
+  }, 1_200_000);
+
   it('rolls every Deployment on helm upgrade while jobs are in flight; none lost or charged twice', async () => {
     const deployments = async () =>
       JSON.parse(await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'deployments', '-o', 'json']))
@@ -533,7 +656,7 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
         JSON.parse(
           await tamp.kubectl([
             'get',
-            'all,configmaps,secrets,serviceaccounts,poddisruptionbudgets,networkpolicies,servicemonitors,prometheusrules,roles,rolebindings',
+            'all,configmaps,secrets,serviceaccounts,poddisruptionbudgets,networkpolicies,servicemonitors,prometheusrules,roles,rolebindings,leases,workerpools',
             '--all-namespaces',
             '-l',
             `app.kubernetes.io/instance=${RELEASE}`,
