@@ -50,7 +50,9 @@ export async function consumeStream<Schema extends z.ZodType>(
         { subject: message.subject, seq: message.seq, issues: parsed.issues },
         'invalid message dropped',
       );
-      message.term('invalid message');
+      // No reason text: nats-server 2.9 (the one provisioned) ignores `+TERM <reason>`, and the
+      // message would come back after every ack_wait.
+      message.term();
       return;
     }
     let verdict: StreamVerdict;
