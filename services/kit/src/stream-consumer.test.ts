@@ -10,19 +10,16 @@ import { consumeStream, type StreamVerdict } from './stream-consumer';
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);
 const RETRY_DELAY_MS = 300;
+const logger = pino({ level: 'silent' });
 let nats: NatsConnection;
 
 beforeAll(async () => {
-  nats = await connectNats({
-    url: infrastructure.natsUrl,
-    name: 'kit-stream-test',
-    logger: pino({ level: 'silent' }),
-  });
+  nats = await connectNats({ url: infrastructure.natsUrl, name: 'kit-stream-test', logger });
   await provisionTopology(nats, topology);
 });
 afterAll(async () => {
-  const manager = await jetstreamManager(nats);
-  for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
+  const streams = (await jetstreamManager(nats)).streams;
+  await Promise.all(Object.values(topology.streams).map(({ name }) => streams.delete(name)));
   await nats.close();
 });
 
@@ -36,7 +33,7 @@ describe('consumeStream', () => {
       schema: z.object({ n: z.number() }),
       retryDelayMs: RETRY_DELAY_MS,
       maxMessages: 10,
-      logger: pino({ level: 'silent' }),
+      logger,
       async handle({ n }): Promise<StreamVerdict> {
         calls.push({ n, at: Date.now() });
         if (n === 2 && firstCall(2)) return 'retry';
