@@ -11,7 +11,10 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyTampDelivery } from '../../services/webhook/examples/verify-delivery';
+import {
+  type TampEvent,
+  verifyTampDelivery,
+} from '../../services/webhook/examples/verify-delivery';
 import { tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 
@@ -147,22 +150,6 @@ interface Job {
   };
 }
 
-interface Payload {
-  event: string;
-  job: {
-    id: string;
-    type: string;
-    status: string;
-    result: {
-      outputKey: string;
-      metrics: { inputSize: number; outputSize: number; compressionRatio: number };
-    } | null;
-    error: string | null;
-    createdAt: string;
-    completedAt: string;
-  };
-}
-
 interface DeliveryRecord {
   deliveryId: string;
   jobId: string;
@@ -242,7 +229,7 @@ function standardHeaders(received: Received): Record<string, string> {
 }
 
 /** Both signatures verify over the raw bytes, independently computed and with the two verifiers. */
-function expectAuthentic(received: Received, secret: string): Payload {
+function expectAuthentic(received: Received, secret: string): TampEvent {
   const timestamp = header(received, 'x-service-timestamp');
   const expected = createHmac('sha256', secret)
     .update(`${timestamp}.`)
@@ -252,7 +239,7 @@ function expectAuthentic(received: Received, secret: string): Payload {
   const verification = verifyTampDelivery(received.body, received.headers, secret);
   expect(verification).toMatchObject({ ok: true });
   expect(() => new Webhook(secret).verify(received.body, standardHeaders(received))).not.toThrow();
-  return JSON.parse(received.body.toString('utf8')) as Payload;
+  return JSON.parse(received.body.toString('utf8')) as TampEvent;
 }
 
 function standardVerifies(received: Received, secret: string): boolean {
