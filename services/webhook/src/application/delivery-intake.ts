@@ -1,6 +1,6 @@
 import type { Logger, StreamVerdict } from '@tamp/kit';
 import type { JobEvent } from '@tamp/proto';
-import type { BillingAccounts } from '../adapters/billing-accounts';
+import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryStore } from '../adapters/delivery-store';
 import { buildPayload, deliveryKey, serializePayload, webhookIdFor } from '../domain/payload';
 
@@ -24,7 +24,7 @@ export class DeliveryIntake {
     let target = event.webhookUrl;
     let targetSource: 'job' | 'account' = 'job';
     if (target === null || target === '') {
-      let account: Awaited<ReturnType<BillingAccounts['find']>>;
+      let account: WebhookAccount | null;
       try {
         account = await this.accounts.find(event.accountId);
       } catch (error) {
