@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { connectNats, type NatsConnection } from './nats';
-import { Rpc } from './rpc';
+import { EndpointGroup, Rpc } from './rpc';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });
@@ -95,5 +95,31 @@ describe('Rpc over real NATS', () => {
       .call(missing, { a: 1, b: 1 }, { timeoutMs: 500 })
       .catch((caught: unknown) => caught)) as ServiceError;
     expect(error.code).toBe('UNAVAILABLE');
+  });
+
+  it('stops an endpoint group only once the requests under way are answered', async () => {
+    const slow = { ...divide, service: 'slow' };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const serverRpc = new Rpc(server, createTopology(infrastructure.namespace), logger);
+    const group = await new EndpointGroup(serverRpc)
+      .serve(slow, async ({ a, b }) => {
+        await released;
+        return { quotient: a / b };
+      })
+      .ready();
+    const answer = rpc.call(slow, { a: 6, b: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let stopped = false;
+    const stopping = group.stop().then(() => {
+      stopped = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(await answer).toEqual({ quotient: 3 });
   });
 });
