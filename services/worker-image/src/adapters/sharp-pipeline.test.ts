@@ -1,6 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../../test/support/fixtures';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import { MemoryBudget } from '../domain/memory-budget';
 import {
@@ -9,7 +10,6 @@ import {
   type ResizeParams,
 } from '../domain/operations';
 import { planResize } from '../domain/resize-geometry';
-import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../testing/fixtures';
 import { type ImageResult, processImage, type ResolvedImageOperation } from './sharp-pipeline';
 
 const LIMIT = 100_000_000;

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildPdf } from '../testing/pdf-fixture';
+import { buildPdf } from '../../test/support/pdf-fixture';
 import { extractPdfText, PdfTextExtractionError } from './pdf';
 
 const PAGES = [

@@ -1,13 +1,13 @@
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTextPipeline, type TextOperation } from '../domain/pipeline';
+import { largeDocument } from '../../test/support/large-document';
 import {
   generateCharacterSoup,
   generateDocument,
   seededRandom,
-} from '../domain/random-document.test-support';
-import { largeDocument } from '../testing/large-document';
+} from '../../test/support/random-document';
+import { runTextPipeline, type TextOperation } from '../domain/pipeline';
 import { startTextPipelinePool, type TextPipelinePool } from './text-pipeline-pool';
 
 /** The spec's presets plus each operation alone. */

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import { PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { type ObjectStore, PermanentJobError, type ProcessJob } from '@tamp/kit';
 import { compressionRatio, storageKeys } from '@tamp/proto';
-import type { ObjectStore } from '../../../kit/src';
 import { processImage } from '../adapters/sharp-pipeline';
 import type { MemoryBudget } from '../domain/memory-budget';
 

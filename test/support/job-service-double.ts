@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { Rpc } from '@tamp/kit';
 import {
   type EndpointDefinition,
   type JobMetrics,
@@ -11,7 +12,6 @@ import {
 } from '@tamp/proto';
 import { pino } from 'pino';
 import type { z } from 'zod';
-import { Rpc } from '../rpc';
 
 /**
  * A test double of the job service's worker-facing endpoints (`beginAttempt`, `completeJob`,

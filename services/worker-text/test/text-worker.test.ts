@@ -2,34 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
 import { inlineWorkReply, type JobWorkMessage, LIMITS } from '@tamp/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startWorkerHarness,
-  type WorkerHarness,
-} from '../../../kit/src/job-worker/worker-harness.test-support';
-import { startTextWorker } from '../service';
-import { largeDocument } from '../testing/large-document';
+import { describe, expect, it } from 'vitest';
+import { useWorkerHarness } from '../../../test/support/worker-harness';
+import { startTextWorker } from '../src/service';
+import { largeDocument } from './support/large-document';
 
-let harness: WorkerHarness;
-let topology: WorkerHarness['topology'];
-let nats: WorkerHarness['nats'];
-let store: WorkerHarness['store'];
-let jobService: WorkerHarness['jobService'];
-
-beforeAll(async () => {
-  harness = await startWorkerHarness({
-    name: 'text-worker',
-    concurrency: 2,
-    start: (dependencies) =>
-      startTextWorker({
-        ...dependencies,
-        config: { ...dependencies.config, TEXT_MAX_OUTPUT_TEXT_BYTES: 1024 },
-      }),
-  });
-  ({ topology, nats, store, jobService } = harness);
-});
-afterAll(async () => {
-  await harness?.close();
+const worker = useWorkerHarness({
+  name: 'text-worker',
+  concurrency: 2,
+  start: (dependencies) =>
+    startTextWorker({
+      ...dependencies,
+      config: { ...dependencies.config, TEXT_MAX_OUTPUT_TEXT_BYTES: 1024 },
+    }),
 });
 
 function textJob(input: JobWorkMessage['input']): JobWorkMessage {
@@ -48,6 +33,7 @@ const TRIMMED = 'Hello world.\n\nSecond paragraph with 42 words.';
 
 describe('worker-text', () => {
   it('answers an inline request with outputText, token counts and usage', async () => {
+    const { nats, topology } = worker.harness;
     const message = textJob({ kind: 'text', text: MESSY });
     const reply = await nats.request(topology.subjects.inline.text, JSON.stringify(message), {
       timeout: 10_000,
@@ -65,6 +51,7 @@ describe('worker-text', () => {
   });
 
   it('answers an invalid inline request with failed', async () => {
+    const { nats, topology } = worker.harness;
     const reply = await nats.request(topology.subjects.inline.text, '{"jobId":1}', {
       timeout: 10_000,
     });
@@ -72,6 +59,7 @@ describe('worker-text', () => {
   });
 
   it('writes a queued .txt upload to result.txt and returns no outputText', async () => {
+    const { store, publish, settled } = worker.harness;
     const uploadKey = `uploads/acc_txt/${randomUUID()}`;
     await store.putBuffer(uploadKey, MESSY, 'text/plain');
     const message = textJob({
@@ -82,14 +70,9 @@ describe('worker-text', () => {
       contentType: 'text/plain',
       filename: 'notes.TXT',
     });
-    jobService.create(message);
-    await jetstream(nats).publish(topology.subjects.jobs.text, JSON.stringify(message), {
-      msgID: message.jobId,
-    });
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'completed' && found;
-    });
+    await publish(message);
+    const job = await settled(message.jobId);
+    expect(job.status).toBe('completed');
     const completion = job.completions[0]!;
     expect(completion.outputKey).toBe(`results/acc_txt/${message.jobId}/result.txt`);
     expect(completion.outputText).toBeNull();
@@ -100,6 +83,7 @@ describe('worker-text', () => {
   });
 
   it('fails a file that is not a PDF permanently', async () => {
+    const { store, publish, settled } = worker.harness;
     const uploadKey = `uploads/acc_txt/${randomUUID()}`;
     await store.putBuffer(uploadKey, 'plain words', 'application/pdf');
     const message = textJob({
@@ -110,20 +94,16 @@ describe('worker-text', () => {
       contentType: 'application/pdf',
       filename: 'report.pdf',
     });
-    jobService.create(message);
-    await jetstream(nats).publish(topology.subjects.jobs.text, JSON.stringify(message), {
-      msgID: message.jobId,
-    });
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return found?.status === 'failed' && found;
-    });
+    await publish(message);
+    const job = await settled(message.jobId);
+    expect(job.status).toBe('failed');
     expect(job.failures).toEqual([
       { attempt: 1, permanent: true, error: 'report.pdf is not a PDF file (no %PDF- header)' },
     ]);
   });
 
   it('stores large stored-text output and returns outputText only under the size cap', async () => {
+    const { nats, topology, store } = worker.harness;
     const big = `${'word   '.repeat(400)}\n`;
     const inputKey = `inputs/acc_txt/${randomUUID()}`;
     await store.putBuffer(inputKey, big, 'text/plain');
@@ -141,6 +121,7 @@ describe('worker-text', () => {
   });
 
   it('keeps the event loop responsive while a 5 M-character job runs', async () => {
+    const { nats, topology, store, jobService } = worker.harness;
     const text = largeDocument(LIMITS.inlineTextCharacters);
     const inputKey = `inputs/acc_txt/${randomUUID()}`;
     await store.putBuffer(inputKey, text, 'text/plain');

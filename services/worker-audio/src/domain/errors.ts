@@ -1,11 +1,16 @@
 /**
- * Typed failures of the audio adapters. `permanent` tells the job runner whether retrying
- * the same input can ever succeed (a corrupt or too-long file will not; a crashed or
- * missing ffmpeg might after a restart).
+ * Typed failures of the audio worker. `permanent` tells the job runner whether retrying the
+ * same input can ever succeed (a corrupt or too-long file will not; a crashed or missing
+ * ffmpeg might after a restart).
  */
 export abstract class AudioProcessingError extends Error {
   abstract readonly code: string;
   abstract readonly permanent: boolean;
+
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
 }
 
 export class ToolNotFoundError extends AudioProcessingError {
@@ -13,7 +18,6 @@ export class ToolNotFoundError extends AudioProcessingError {
   readonly permanent = false;
   constructor(readonly tool: string) {
     super(`${tool} could not be started; is it installed and on PATH (or set via env)?`);
-    this.name = 'ToolNotFoundError';
   }
 }
 
@@ -29,7 +33,6 @@ export class ToolFailedError extends AudioProcessingError {
   ) {
     const how = exitSignal ? `was killed by ${exitSignal}` : `exited with code ${exitCode}`;
     super(`${tool} ${how}: ${lastLines(stderrTail, 3)}`);
-    this.name = 'ToolFailedError';
   }
 }
 
@@ -38,7 +41,6 @@ export class ProcessingAbortedError extends AudioProcessingError {
   readonly permanent = false;
   constructor(readonly tool: string) {
     super(`${tool} was stopped because processing was aborted`);
-    this.name = 'ProcessingAbortedError';
   }
 }
 
@@ -50,7 +52,6 @@ export class InvalidAudioInputError extends AudioProcessingError {
     readonly stderrTail = '',
   ) {
     super(`The input is not a readable audio file: ${reason}`);
-    this.name = 'InvalidAudioInputError';
   }
 }
 
@@ -62,7 +63,6 @@ export class AudioTooLongError extends AudioProcessingError {
     readonly maxDurationSec: number,
   ) {
     super(`The audio is ${durationSec.toFixed(1)} s long; the limit is ${maxDurationSec} s`);
-    this.name = 'AudioTooLongError';
   }
 }
 
@@ -75,8 +75,22 @@ export class MeasurementFailedError extends AudioProcessingError {
     readonly stderrTail: string,
   ) {
     super(`${step} failed: ${reason}`);
-    this.name = 'MeasurementFailedError';
   }
+}
+
+/**
+ * A chain that skipped resolution or validation upstream. The job service resolves chains, so
+ * this is a programming error: the message names the offending position.
+ */
+export class InvalidOperationChainError extends Error {
+  readonly code = 'INVALID_OPERATION_CHAIN';
+  override readonly name = 'InvalidOperationChainError';
+}
+
+/** ffmpeg printed a measurement this worker cannot read. */
+export class MeasurementParseError extends Error {
+  readonly code = 'MEASUREMENT_PARSE_FAILED';
+  override readonly name = 'MeasurementParseError';
 }
 
 function lastLines(text: string, count: number): string {

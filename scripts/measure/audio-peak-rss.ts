@@ -1,15 +1,15 @@
 /**
  * Measures the peak memory of a realistic big job: a ~100 MB WAV (44.1 kHz stereo 16-bit,
  * ~9.5 min) through a preset chain. Not part of the test suite (it takes minutes); run with
- *   npx tsx services/worker-audio/src/testing/peak-rss-report.ts [seconds] [preset]
+ *   npx tsx scripts/measure/audio-peak-rss.ts [seconds] [preset]
  * ffmpeg is wrapped in GNU time so every pass's max RSS is recorded.
  */
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFfmpegRunner } from '../adapters/ffmpeg-runner';
-import { SPEC_PRESET_CHAINS } from './operation-builders';
-import { generateLongWav } from './speech-fixture';
+import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
+import { SPEC_PRESET_CHAINS } from '../../services/worker-audio/test/support/operation-builders';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 
 const seconds = Number(process.argv[2] ?? 567);
 const presetName = process.argv[3] ?? 'aggressive';

@@ -1,4 +1,4 @@
-import { generateDocument, seededRandom } from '../domain/random-document.test-support';
+import { generateDocument, seededRandom } from './random-document';
 
 /** A fenced JSON array of uniform objects: what json-to-toon converts. */
 function jsonBlock(rows: number, offset: number): string {

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import { PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { type ObjectStore, PermanentJobError, type ProcessJob } from '@tamp/kit';
 import { AUDIO_EXTENSIONS, compressionRatio, storageKeys } from '@tamp/proto';
-import type { ObjectStore } from '../../../kit/src';
 import type { FfmpegRunner } from '../adapters/ffmpeg-runner';
 
 export const AUDIO_CONTENT_TYPES: Record<string, string> = {

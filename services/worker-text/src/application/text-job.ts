@@ -1,8 +1,7 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { PermanentJobError, type ProcessJob } from '@tamp/kit';
+import { type ObjectStore, PermanentJobError, type ProcessJob } from '@tamp/kit';
 import { compressionRatio, storageKeys } from '@tamp/proto';
-import type { ObjectStore } from '../../../kit/src';
 import { extractPdfText, PdfTextExtractionError } from '../adapters/pdf';
 import type { RunTextPipeline } from '../adapters/text-pipeline-pool';
 

@@ -7,11 +7,11 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
-import { connectNats, type NatsConnection, provisionTopology } from '../nats';
-import { MissingObjectError, ObjectStore } from '../object-store';
-import { DEADLINE_HEADER } from '../rpc';
-import { type InlineWorkServer, serveInlineWork } from './inline';
-import { PermanentJobError, type ProcessJob } from './types';
+import { type InlineWorkServer, serveInlineWork } from '../../src/job-worker/inline';
+import { PermanentJobError, type ProcessJob } from '../../src/job-worker/types';
+import { connectNats, type NatsConnection, provisionTopology } from '../../src/nats';
+import { MissingObjectError, ObjectStore } from '../../src/object-store';
+import { DEADLINE_HEADER } from '../../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);

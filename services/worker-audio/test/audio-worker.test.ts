@@ -2,44 +2,29 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { jetstream } from '@nats-io/jetstream';
 import type { JobWorkMessage } from '@tamp/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startWorkerHarness,
-  type WorkerHarness,
-} from '../../../kit/src/job-worker/worker-harness.test-support';
-import { startAudioWorker } from '../service';
+import { describe, expect, it } from 'vitest';
+import { useWorkerHarness } from '../../../test/support/worker-harness';
+import { startAudioWorker } from '../src/service';
 
-let harness: WorkerHarness;
-let topology: WorkerHarness['topology'];
-let nats: WorkerHarness['nats'];
-let store: WorkerHarness['store'];
-let jobService: WorkerHarness['jobService'];
-let dir: string;
-beforeAll(async () => {
-  harness = await startWorkerHarness({
-    name: 'audio-worker',
-    concurrency: 1,
-    start: (dependencies) =>
-      startAudioWorker({
-        ...dependencies,
-        config: {
-          ...dependencies.config,
-          AUDIO_MAX_DURATION_SEC: 600,
-          FFMPEG_PATH: undefined,
-          FFPROBE_PATH: undefined,
-        },
-      }),
-  });
-  ({ topology, nats, store, jobService, dir } = harness);
-});
-afterAll(async () => {
-  await harness?.close();
+const worker = useWorkerHarness({
+  name: 'audio-worker',
+  concurrency: 1,
+  start: (dependencies) =>
+    startAudioWorker({
+      ...dependencies,
+      config: {
+        ...dependencies.config,
+        AUDIO_MAX_DURATION_SEC: 600,
+        FFMPEG_PATH: undefined,
+        FFPROBE_PATH: undefined,
+      },
+    }),
 });
 
 describe('worker-audio', () => {
   it('runs a queued audio job into result.ogg with durations, loudness and usage', async () => {
+    const { store, dir, publish, settled } = worker.harness;
     const wav = join(dir, 'tone.wav');
     await promisify(execFile)('ffmpeg', [
       '-v',
@@ -72,14 +57,8 @@ describe('worker-audio', () => {
         { type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } },
       ],
     };
-    jobService.create(message);
-    await jetstream(nats).publish(topology.subjects.jobs.audio, JSON.stringify(message), {
-      msgID: message.jobId,
-    });
-    const job = await jobService.until(() => {
-      const found = jobService.jobs.get(message.jobId);
-      return (found?.status === 'completed' || found?.status === 'failed') && found;
-    });
+    await publish(message);
+    const job = await settled(message.jobId);
     expect(job.failures).toEqual([]);
     const completion = job.completions[0]!;
     expect(completion.outputKey).toBe(`results/acc_aud/${message.jobId}/result.ogg`);

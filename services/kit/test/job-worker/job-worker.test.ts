@@ -9,11 +9,11 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
-import { connectNats, type NatsConnection, provisionTopology } from '../nats';
-import { Rpc } from '../rpc';
-import { JobServiceDouble } from './job-service-double.test-support';
-import { type JobWorker, startJobWorker } from './job-worker';
-import { PermanentJobError, type ProcessJob } from './types';
+import { JobServiceDouble } from '../../../../test/support/job-service-double';
+import { type JobWorker, startJobWorker } from '../../src/job-worker/job-worker';
+import { PermanentJobError, type ProcessJob } from '../../src/job-worker/types';
+import { connectNats, type NatsConnection, provisionTopology } from '../../src/nats';
+import { Rpc } from '../../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);

@@ -1,42 +1,32 @@
 import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
 import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startWorkerHarness,
-  type WorkerHarness,
-} from '../../../kit/src/job-worker/worker-harness.test-support';
-import { startImageWorker } from '../service';
-import { ImageFixtures } from '../testing/fixtures';
+import { useWorkerHarness } from '../../../test/support/worker-harness';
+import { startImageWorker } from '../src/service';
+import { ImageFixtures } from './support/fixtures';
 
-let harness: WorkerHarness;
-let topology: WorkerHarness['topology'];
-let nats: WorkerHarness['nats'];
-let store: WorkerHarness['store'];
-let jobService: WorkerHarness['jobService'];
 let fixtures: ImageFixtures;
 beforeAll(async () => {
   fixtures = await ImageFixtures.create();
-  harness = await startWorkerHarness({
-    name: 'image-worker',
-    concurrency: 2,
-    start: (dependencies) =>
-      startImageWorker({
-        ...dependencies,
-        config: {
-          ...dependencies.config,
-          IMAGE_MAX_PIXELS: 100_000_000,
-          IMAGE_MEMORY_BUDGET_MB: 320,
-          SHARP_CACHE_MB: 0,
-          SHARP_CONCURRENCY: 1,
-        },
-      }),
-  });
-  ({ topology, nats, store, jobService } = harness);
 });
 afterAll(async () => {
-  await harness?.close();
+  await fixtures?.cleanup();
+});
+const worker = useWorkerHarness({
+  name: 'image-worker',
+  concurrency: 2,
+  start: (dependencies) =>
+    startImageWorker({
+      ...dependencies,
+      config: {
+        ...dependencies.config,
+        IMAGE_MAX_PIXELS: 100_000_000,
+        IMAGE_MEMORY_BUDGET_MB: 320,
+        SHARP_CACHE_MB: 0,
+        SHARP_CONCURRENCY: 1,
+      },
+    }),
 });
 
 function imageJob(uploadKey: string): JobWorkMessage {
@@ -60,34 +50,30 @@ function imageJob(uploadKey: string): JobWorkMessage {
   };
 }
 
-async function publish(message: JobWorkMessage) {
-  jobService.create(message);
-  await jetstream(nats).publish(topology.subjects.jobs.image, JSON.stringify(message), {
-    msgID: message.jobId,
-  });
+/** The job once settled, asserted to have ended `status`. */
+async function settled(jobId: string, status: 'completed' | 'failed') {
+  const job = await worker.harness.settled(jobId);
+  expect(job.status).toBe(status);
+  return job;
 }
-
-const settled = (jobId: string, status: 'completed' | 'failed') =>
-  jobService.until(() => {
-    const job = jobService.jobs.get(jobId);
-    return job?.status === status && job;
-  });
 
 describe('worker-image', () => {
   it('runs a queued job: a real WebP result object under the deterministic key, with metrics and usage', async () => {
     const photo = await fixtures.photo({ width: 1200, height: 800 });
     const uploadKey = `uploads/acc_img/${randomUUID()}`;
-    await store.uploadFile(uploadKey, photo, 'image/jpeg');
+    await worker.harness.store.uploadFile(uploadKey, photo, 'image/jpeg');
     const message = imageJob(uploadKey);
-    await publish(message);
+    await worker.harness.publish(message);
     const job = await settled(message.jobId, 'completed');
 
     const completion = job.completions[0]!;
     expect(completion.outputKey).toBe(`results/acc_img/${message.jobId}/result.webp`);
     expect(completion.outputText).toBeNull();
-    const stored = await store.stat(completion.outputKey!);
+    const stored = await worker.harness.store.stat(completion.outputKey!);
     expect(stored?.contentType).toBe('image/webp');
-    const metadata = await sharp(await store.getBuffer(completion.outputKey!)).metadata();
+    const metadata = await sharp(
+      await worker.harness.store.getBuffer(completion.outputKey!),
+    ).metadata();
     expect(metadata.format).toBe('webp');
     expect([metadata.width, metadata.height]).toEqual([400, 267]);
     const { metrics, usage } = completion;
@@ -103,9 +89,13 @@ describe('worker-image', () => {
 
   it('fails a corrupt image permanently on the first attempt (no retries)', async () => {
     const uploadKey = `uploads/acc_img/${randomUUID()}`;
-    await store.putBuffer(uploadKey, Buffer.from('this is not a JPEG at all'), 'image/jpeg');
+    await worker.harness.store.putBuffer(
+      uploadKey,
+      Buffer.from('this is not a JPEG at all'),
+      'image/jpeg',
+    );
     const message = imageJob(uploadKey);
-    await publish(message);
+    await worker.harness.publish(message);
     const job = await settled(message.jobId, 'failed');
     expect(job.attempts).toEqual([1]);
     expect(job.failures).toHaveLength(1);
@@ -117,9 +107,11 @@ describe('worker-image', () => {
     const photo = await fixtures.photo({ width: 640, height: 480, seed: 3 });
     const uploadKey = `uploads/acc_img/${randomUUID()}`;
     const message = imageJob(uploadKey);
-    await publish(message);
-    await jobService.until(() => (jobService.jobs.get(message.jobId)?.failures.length ?? 0) >= 1);
-    await store.uploadFile(uploadKey, photo, 'image/jpeg');
+    await worker.harness.publish(message);
+    await worker.harness.jobService.until(
+      () => (worker.harness.jobService.jobs.get(message.jobId)?.failures.length ?? 0) >= 1,
+    );
+    await worker.harness.store.uploadFile(uploadKey, photo, 'image/jpeg');
     const job = await settled(message.jobId, 'completed');
     expect(job.failures.map((failure) => [failure.attempt, failure.permanent])).toEqual([
       [1, false],
@@ -130,8 +122,9 @@ describe('worker-image', () => {
   it('answers an inline request with the same processing', async () => {
     const photo = await fixtures.photo({ width: 500, height: 500, format: 'png', seed: 4 });
     const uploadKey = `uploads/acc_img/${randomUUID()}`;
-    await store.uploadFile(uploadKey, photo, 'image/png');
+    await worker.harness.store.uploadFile(uploadKey, photo, 'image/png');
     const message = imageJob(uploadKey);
+    const { nats, topology } = worker.harness;
     const reply = await nats.request(topology.subjects.inline.image, JSON.stringify(message), {
       timeout: 10_000,
     });
@@ -139,6 +132,8 @@ describe('worker-image', () => {
     expect(body.status).toBe('completed');
     if (body.status !== 'completed') return;
     expect(body.outputKey).toBe(`results/acc_img/${message.jobId}/result.webp`);
-    expect((await sharp(await store.getBuffer(body.outputKey!)).metadata()).width).toBe(400);
+    expect(
+      (await sharp(await worker.harness.store.getBuffer(body.outputKey!)).metadata()).width,
+    ).toBe(400);
   });
 });

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { runTool } from '../adapters/tool-process';
-import { formatNumber } from '../domain/audio-filters';
+import { runTool } from '../../src/adapters/tool-process';
+import { formatNumber } from '../../src/domain/audio-filters';
 
 /**
  * Test fixtures made at test time from espeak-ng speech, so no audio binaries live in git
