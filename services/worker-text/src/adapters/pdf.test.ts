@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPdf } from '../../test/support/pdf-fixture';
-import { extractPdfText, PdfTextExtractionError } from './pdf';
+import { PdfTextExtractionError } from '../domain/errors';
+import { extractPdfText } from './pdf';
 
 const PAGES = [
   ['Quarterly report (draft)', 'Revenue grew by 12 percent.'],

@@ -1,14 +1,19 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { type ObjectStore, PermanentJobError, type ProcessJob } from '@tamp/kit';
-import { compressionRatio, storageKeys } from '@tamp/proto';
-import { extractPdfText, PdfTextExtractionError } from '../adapters/pdf';
+import {
+  type JobFileStore,
+  PermanentJobError,
+  type ProcessJob,
+  sizeMetrics,
+  storeResult,
+} from '@tamp/kit';
+import type { JobInput } from '@tamp/proto';
+import { extractPdfText } from '../adapters/pdf';
 import type { RunTextPipeline } from '../adapters/text-pipeline-pool';
-
-export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
+import { PdfTextExtractionError } from '../domain/errors';
 
 export interface TextJobOptions {
-  store: Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
+  store: JobFileStore;
   /**
    * Largest output (UTF-8 bytes) returned as `outputText` for a `stored-text` job; a larger one
    * is only in the result object. Keeps completions far below NATS' max payload (1 MB by
@@ -35,12 +40,9 @@ interface TextInput {
  *   the job service serves `result.outputText` from `outputKey`.
  * - `upload` (`.txt` read as UTF-8, `.pdf` through text extraction): `result.txt` only.
  */
-export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
+export function createTextJobProcessor(options: TextJobOptions): ProcessJob<'text'> {
   return async (work, { workDir, mode, signal }) => {
     const startedAt = performance.now();
-    if (work.pipeline !== 'text') {
-      throw new PermanentJobError(`The text worker cannot run a ${work.pipeline} job`);
-    }
     const input = await readInput(work.input, workDir, options.store);
     const result = await options.runPipeline(input.text, work.operations, signal);
     const outputSize = Buffer.byteLength(result.text, 'utf8');
@@ -48,10 +50,9 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
     let outputKey: string | null = null;
     let outputText: string | null = result.text;
     if (mode === 'queued' || input.source !== 'message') {
-      outputKey = storageKeys.result(work.accountId, work.jobId, 'txt');
       const outputPath = join(workDir, 'result.txt');
       await writeFile(outputPath, result.text, 'utf8');
-      await options.store.uploadFile(outputKey, outputPath, TEXT_CONTENT_TYPE);
+      outputKey = await storeResult(options.store, work, outputPath, 'txt');
       const returnText = input.source !== 'upload' && outputSize <= options.maxOutputTextBytes;
       outputText = returnText ? result.text : null;
     }
@@ -59,11 +60,8 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
       outputKey,
       outputText,
       metrics: {
-        inputSize: input.inputSize,
-        outputSize,
-        compressionRatio: compressionRatio(input.inputSize, outputSize),
+        ...sizeMetrics(input.inputSize, outputSize, startedAt),
         operationsApplied: result.operationsApplied,
-        processingMs: Math.round(performance.now() - startedAt),
         tokensIn: result.tokensIn,
         tokensOut: result.tokensOut,
       },
@@ -73,7 +71,7 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob {
 }
 
 async function readInput(
-  input: Parameters<ProcessJob>[0]['input'],
+  input: JobInput,
   workDir: string,
   store: TextJobOptions['store'],
 ): Promise<TextInput> {
