@@ -1,7 +1,7 @@
 import { ServiceError } from '@tamp/proto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AuthenticatedAccount, Authenticator } from '../adapters/authenticator';
+import type { AuthenticatedAccount, Authenticator } from '../../adapters/authenticator';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,20 +5,20 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { Authenticator } from './adapters/authenticator';
-import type { KvRateLimiter } from './adapters/rate-limiter';
-import { adminRoutes } from './admin/routes';
+import type { Authenticator } from '../adapters/authenticator';
+import type { KvRateLimiter } from '../adapters/rate-limiter';
+import { adminTokenPlugin } from './plugins/admin-token';
+import { authPlugin } from './plugins/auth';
 import {
   answerClientError,
   envelopePlugin,
   frameworkError,
   requestIdFor,
   rewriteUndecodablePath,
-} from './http/envelope';
-import { adminTokenPlugin } from './plugins/admin-token';
-import { authPlugin } from './plugins/auth';
+} from './plugins/envelope';
 import { openapiPlugin } from './plugins/openapi';
 import { rateLimitPlugin } from './plugins/rate-limit';
+import { adminRoutes } from './routes/admin';
 import type { RouteDependencies } from './routes/dependencies';
 import { jobRoutes } from './routes/jobs';
 import { pipelineRoutes } from './routes/pipelines';

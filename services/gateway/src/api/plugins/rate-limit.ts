@@ -1,7 +1,7 @@
 import { ServiceError } from '@tamp/proto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { KvRateLimiter } from '../adapters/rate-limiter';
+import type { KvRateLimiter } from '../../adapters/rate-limiter';
 
 /**
  * Per-account request rate shared by all replicas (see KvRateLimiter). Must be registered after

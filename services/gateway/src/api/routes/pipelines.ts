@@ -7,14 +7,13 @@ import {
   publicJob,
   publicOperationCatalogue,
   publicPresetCatalogue,
-  ServiceError,
   successEnvelope,
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { type JobSubmission, submitJob } from '../app/job-submission';
-import { idempotencyHeaders, JOB_BODIES } from '../domain/job-requests';
+import type { JobSubmission } from '../../application/job-submission';
+import { idempotencyHeaders, JOB_BODIES } from '../../domain/job-requests';
 import type { RouteDependencies } from './dependencies';
-import { errorResponses } from './errors';
+import { errorResponses, ok, responds } from './responses';
 
 /** Text requests may carry 5,000,000 characters (up to 4 bytes each, plus JSON escaping). */
 export const TEXT_BODY_LIMIT = 24 * 1024 * 1024;
@@ -26,12 +25,6 @@ const SUMMARIES: Record<Pipeline, string> = {
 };
 
 export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
-  let creationsInFlight = 0;
-  const submissionDeps = {
-    rpc: deps.rpc,
-    objectStore: deps.objectStore,
-    budgetMs: deps.createJobBudgetMs,
-  };
   for (const pipeline of PIPELINES) {
     const definition = PIPELINE_DEFINITIONS[pipeline];
     const presets = describePresets(definition);
@@ -46,10 +39,10 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
           operationId: `list${capitalized}Presets`,
           summary: `The ${pipeline} presets and the chains they expand to`,
           tags: [pipeline],
-          response: { 200: successEnvelope(publicPresetCatalogue), ...errorResponses },
+          response: responds(publicPresetCatalogue),
         },
       },
-      async () => ({ success: true as const, data: presets }),
+      async () => ok(presets),
     );
 
     app.get(
@@ -59,10 +52,10 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
           operationId: `list${capitalized}Operations`,
           summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
           tags: [pipeline],
-          response: { 200: successEnvelope(publicOperationCatalogue), ...errorResponses },
+          response: responds(publicOperationCatalogue),
         },
       },
-      async () => ({ success: true as const, data: operations }),
+      async () => ok(operations),
     );
 
     app.post(
@@ -83,25 +76,12 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
         },
       },
       async (request, reply) => {
-        if (creationsInFlight >= deps.maxConcurrentCreations) {
-          // Shed at once: queued behind this many, the request would miss its budget anyway.
-          reply.header('retry-after', '1');
-          throw new ServiceError('UNAVAILABLE', 'Too many job creations at once; retry shortly');
-        }
-        creationsInFlight++;
-        try {
+        const created = await deps.jobSubmissions.submit(
           // This route's schema is JOB_BODIES[pipeline]: the body is that pipeline's.
-          const submission = { pipeline, body: request.body } as JobSubmission;
-          const created = await submitJob(submissionDeps, submission, {
-            account: request.account,
-            idempotencyKey: request.headers['idempotency-key'],
-          });
-          return reply
-            .status(created.httpStatus)
-            .send({ success: true as const, data: created.job });
-        } finally {
-          creationsInFlight--;
-        }
+          { pipeline, body: request.body } as JobSubmission,
+          { account: request.account, idempotencyKey: request.headers['idempotency-key'] },
+        );
+        return reply.status(created.httpStatus).send(ok(created.job));
       },
     );
   }

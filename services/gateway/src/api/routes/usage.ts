@@ -1,7 +1,7 @@
-import { billingEndpoints, publicUsage, successEnvelope } from '@tamp/proto';
+import { billingEndpoints, publicUsage } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RouteDependencies } from './dependencies';
-import { errorResponses } from './errors';
+import { ok, responds } from './responses';
 
 export const usageRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   app.get(
@@ -11,14 +11,10 @@ export const usageRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app,
         operationId: 'getCurrentUsage',
         summary: 'Usage totals per pipeline for the current billing period',
         tags: ['usage'],
-        response: { 200: successEnvelope(publicUsage), ...errorResponses },
+        response: responds(publicUsage),
       },
     },
-    async (request) => {
-      const usage = await deps.rpc.call(billingEndpoints.getUsage, {
-        accountId: request.account.accountId,
-      });
-      return { success: true as const, data: usage };
-    },
+    async (request) =>
+      ok(await deps.rpc.call(billingEndpoints.getUsage, { accountId: request.account.accountId })),
   );
 };

@@ -97,6 +97,9 @@ export const envelopePlugin = fp(
       const error = asServiceError(caught) as FastifyError | ServiceError;
       if (error instanceof ServiceError) {
         if (error !== caught) request.log.warn({ err: caught }, 'dependency unavailable');
+        // An error that knows better than the code's default how soon to retry (shedding).
+        if ('retryAfterSeconds' in error)
+          reply.header('retry-after', String(error.retryAfterSeconds));
         return sendError(reply, error.code, error.message, error.details);
       }
       if (error.validation !== undefined) {

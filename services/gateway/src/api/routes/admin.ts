@@ -9,27 +9,45 @@ import {
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from '../routes/errors';
+import { errorResponses, ok } from './responses';
 
 const idParams = z.object({ id: z.string().min(1).max(200) });
+
+const accountCreation = z.strictObject({
+  plan: z.enum(PLANS).default('free'),
+  credits: z.number().int().nonnegative().optional(),
+  webhookUrl: httpUrl.nullable().optional(),
+  billingCycleAnchor: billingCycleAnchorInput.optional(),
+});
+
+const accountUpdate = z.strictObject({
+  plan: z.enum(PLANS).optional(),
+  webhookUrl: httpUrl.nullable().optional(),
+  /** Null: back to calendar-month periods. Billing refuses a future one. */
+  billingCycleAnchor: billingCycleAnchorInput.nullable().optional(),
+});
+
+// fastify hands an empty body over as null, hence nullish() on the optional bodies.
+const secretRotation = z
+  .strictObject({
+    gracePeriodSeconds: billingEndpoints.rotateWebhookSecret.request.shape.gracePeriodSeconds,
+  })
+  .nullish();
+
+const redelivery = z
+  .strictObject({ event: z.enum(['job.completed', 'job.failed']).optional() })
+  .nullish();
 
 /**
  * The operators' API: thin mappings onto billing and webhook endpoints. Mounted under /admin on
  * the admin app only; the admin-token plugin guards every route.
  */
 export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rpc }) => {
-  const ok = <Data>(data: Data) => ({ success: true as const, data });
-
   app.post(
     '/accounts',
     {
       schema: {
-        body: z.strictObject({
-          plan: z.enum(PLANS).default('free'),
-          credits: z.number().int().nonnegative().optional(),
-          webhookUrl: httpUrl.nullable().optional(),
-          billingCycleAnchor: billingCycleAnchorInput.optional(),
-        }),
+        body: accountCreation,
         response: {
           201: successEnvelope(billingEndpoints.createAccount.response),
           ...errorResponses,
@@ -46,17 +64,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
 
   app.patch(
     '/accounts/:id',
-    {
-      schema: {
-        params: idParams,
-        body: z.strictObject({
-          plan: z.enum(PLANS).optional(),
-          webhookUrl: httpUrl.nullable().optional(),
-          /** Null: back to calendar-month periods. Billing refuses a future one. */
-          billingCycleAnchor: billingCycleAnchorInput.nullable().optional(),
-        }),
-      },
-    },
+    { schema: { params: idParams, body: accountUpdate } },
     async (request) =>
       ok(
         await rpc.call(billingEndpoints.updateAccount, {
@@ -72,13 +80,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
     {
       schema: {
         params: idParams,
-        body: z
-          .strictObject({
-            gracePeriodSeconds:
-              billingEndpoints.rotateWebhookSecret.request.shape.gracePeriodSeconds,
-          })
-          // fastify hands an empty body over as null.
-          .nullish(),
+        body: secretRotation,
         response: {
           200: successEnvelope(billingEndpoints.rotateWebhookSecret.response),
           ...errorResponses,
@@ -99,10 +101,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
   app.post(
     '/accounts/:id/credits',
     {
-      schema: {
-        params: idParams,
-        body: z.strictObject({ credits: z.number().int().positive() }),
-      },
+      schema: { params: idParams, body: z.strictObject({ credits: z.number().int().positive() }) },
     },
     async (request) =>
       ok(
@@ -133,15 +132,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
 
   app.post(
     '/jobs/:id/redeliver',
-    {
-      schema: {
-        params: idParams,
-        body: z
-          .strictObject({ event: z.enum(['job.completed', 'job.failed']).optional() })
-          // fastify hands an empty body over as null.
-          .nullish(),
-      },
-    },
+    { schema: { params: idParams, body: redelivery } },
     async (request, reply) =>
       reply.status(202).send(
         ok(
