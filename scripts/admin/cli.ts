@@ -84,6 +84,9 @@ function adminProgram(print: (output: Output) => void): Command {
     <Args extends unknown[]>(run: (...args: Args) => Promise<Output>) =>
     async (...args: Args) =>
       print(await run(...args));
+  // A command on one account, key or job id and nothing else.
+  const onId = (parent: Command, name: string, id: string, run: (id: string) => Promise<Output>) =>
+    leaf(parent, name).argument(`<${id}>`).action(answer(run));
 
   const account = program.command('account');
   leaf(account, 'create')
@@ -150,14 +153,10 @@ function adminProgram(print: (output: Output) => void): Command {
     }),
   );
 
-  leaf(account, 'show')
-    .argument('<accountId>')
-    .action(
-      answer(async (accountId: string) => {
-        const data = await callAdminApi('GET', `/accounts/${enc(accountId)}`);
-        return { json: data, text: JSON.stringify(data, null, 2) };
-      }),
-    );
+  onId(account, 'show', 'accountId', async (accountId) => {
+    const data = await callAdminApi('GET', `/accounts/${enc(accountId)}`);
+    return { json: data, text: JSON.stringify(data, null, 2) };
+  });
 
   leaf(account, 'rotate-webhook-secret')
     .argument('<accountId>')
@@ -204,74 +203,50 @@ function adminProgram(print: (output: Output) => void): Command {
     );
 
   const key = program.command('key');
-  leaf(key, 'create')
-    .argument('<accountId>')
-    .action(
-      answer(async (accountId: string) => {
-        const data = await callAdminApi<{ keyId: string; apiKey: string }>(
-          'POST',
-          `/accounts/${enc(accountId)}/keys`,
-        );
-        const result = { keyId: data.keyId, apiKey: data.apiKey };
-        return {
-          json: result,
-          text: `key ${result.keyId}\napi key ${result.apiKey}\n(shown once)`,
-        };
-      }),
+  onId(key, 'create', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{ keyId: string; apiKey: string }>(
+      'POST',
+      `/accounts/${enc(accountId)}/keys`,
     );
-  leaf(key, 'revoke')
-    .argument('<keyId>')
-    .action(
-      answer(async (keyId: string) => {
-        const data = await callAdminApi<{ keyId: string; revokedAt: string | null }>(
-          'DELETE',
-          `/keys/${enc(keyId)}`,
-        );
-        return { json: data, text: `key ${data.keyId} revoked at ${data.revokedAt}` };
-      }),
+    const result = { keyId: data.keyId, apiKey: data.apiKey };
+    return { json: result, text: `key ${result.keyId}\napi key ${result.apiKey}\n(shown once)` };
+  });
+  onId(key, 'revoke', 'keyId', async (keyId) => {
+    const data = await callAdminApi<{ keyId: string; revokedAt: string | null }>(
+      'DELETE',
+      `/keys/${enc(keyId)}`,
     );
-  leaf(key, 'list')
-    .argument('<accountId>')
-    .action(
-      answer(async (accountId: string) => {
-        const data = await callAdminApi<{
-          keys: {
-            keyId: string;
-            displayPrefix: string;
-            createdAt: string;
-            revokedAt: string | null;
-          }[];
-        }>('GET', `/accounts/${enc(accountId)}/keys`);
-        const lines = data.keys.map(
-          (key) =>
-            `${key.keyId}  ${key.displayPrefix}…  created ${key.createdAt}  ${key.revokedAt === null ? 'active' : `revoked ${key.revokedAt}`}`,
-        );
-        return { json: data, text: lines.length === 0 ? '(no keys)' : lines.join('\n') };
-      }),
+    return { json: data, text: `key ${data.keyId} revoked at ${data.revokedAt}` };
+  });
+  onId(key, 'list', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{
+      keys: { keyId: string; displayPrefix: string; createdAt: string; revokedAt: string | null }[];
+    }>('GET', `/accounts/${enc(accountId)}/keys`);
+    const lines = data.keys.map(
+      (key) =>
+        `${key.keyId}  ${key.displayPrefix}…  created ${key.createdAt}  ${key.revokedAt === null ? 'active' : `revoked ${key.revokedAt}`}`,
     );
+    return { json: data, text: lines.length === 0 ? '(no keys)' : lines.join('\n') };
+  });
 
-  leaf(program, 'deliveries')
-    .argument('<jobId>')
-    .action(
-      answer(async (jobId: string) => {
-        const data = await callAdminApi<{
-          deliveries: {
-            attempt: number;
-            event: string;
-            attemptedAt: string;
-            target: string;
-            statusCode: number | null;
-            outcome: string;
-            error: string | null;
-          }[];
-        }>('GET', `/jobs/${enc(jobId)}/deliveries`);
-        const lines = data.deliveries.map(
-          (delivery) =>
-            `#${delivery.attempt} ${delivery.event} ${delivery.attemptedAt} ${delivery.target} → ${delivery.outcome}${delivery.statusCode === null ? '' : ` ${delivery.statusCode}`}${delivery.error === null ? '' : ` (${delivery.error})`}`,
-        );
-        return { json: data, text: lines.length === 0 ? '(no deliveries)' : lines.join('\n') };
-      }),
+  onId(program, 'deliveries', 'jobId', async (jobId) => {
+    const data = await callAdminApi<{
+      deliveries: {
+        attempt: number;
+        event: string;
+        attemptedAt: string;
+        target: string;
+        statusCode: number | null;
+        outcome: string;
+        error: string | null;
+      }[];
+    }>('GET', `/jobs/${enc(jobId)}/deliveries`);
+    const lines = data.deliveries.map(
+      (delivery) =>
+        `#${delivery.attempt} ${delivery.event} ${delivery.attemptedAt} ${delivery.target} → ${delivery.outcome}${delivery.statusCode === null ? '' : ` ${delivery.statusCode}`}${delivery.error === null ? '' : ` (${delivery.error})`}`,
     );
+    return { json: data, text: lines.length === 0 ? '(no deliveries)' : lines.join('\n') };
+  });
 
   leaf(program, 'redeliver')
     .argument('<jobId>')
