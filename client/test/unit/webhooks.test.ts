@@ -1,14 +1,12 @@
+import { newWebhookSecret } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import {
-  generateWebhookSecret,
-  signDelivery,
-} from '../../../services/webhook/src/domain/signature';
+import { signDelivery } from '../../../services/webhook/src/domain/signature';
 import { WebhookVerificationError } from '../../src/errors';
 import { verifyWebhook } from '../../src/webhooks';
 
 const body = JSON.stringify({ event: 'job.completed', job: { id: 'job_1', status: 'completed' } });
-const secret = generateWebhookSecret();
+const secret = newWebhookSecret();
 const now = 1_800_000_000;
 
 /** Headers exactly as the webhook service signs a delivery. */
@@ -58,7 +56,7 @@ describe('verifyWebhook', () => {
   });
 
   it('during a rotation, either secret verifies', async () => {
-    const oldSecret = generateWebhookSecret();
+    const oldSecret = newWebhookSecret();
     const headers = signed({ previous: [oldSecret] });
     await expect(
       verifyWebhook(body, headers, oldSecret, { nowSeconds: now }),
@@ -81,7 +79,7 @@ describe('verifyWebhook', () => {
 
   it.each([
     ['a changed body', { body: body.replace('completed', 'failed!!!') }],
-    ['another secret', { secret: generateWebhookSecret() }],
+    ['another secret', { secret: newWebhookSecret() }],
     ['299 s is fine but 300 s is stale', { now: now + 300 }],
     ['a timestamp from the future', { now: now - 300 }],
     ['no signature headers', { headers: {} }],

@@ -1,13 +1,14 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { newWebhookSecret } from '@tamp/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '../src/adapters/safe-http-client';
-import { generateWebhookSecret, signDelivery } from '../src/domain/signature';
+import { signDelivery } from '../src/domain/signature';
 import { LOCAL_DEVELOPMENT_POLICY } from '../src/domain/target-policy';
 import { createTampWebhookHandler, type TampEvent, verifyTampDelivery } from './verify-delivery';
 
-const secret = generateWebhookSecret();
+const secret = newWebhookSecret();
 
 function payload(event: TampEvent['event'], jobId = 'job_01JD6ABCDEF'): Buffer {
   const completed: TampEvent = {
@@ -104,7 +105,7 @@ describe('the receiver example, fed real signed deliveries', () => {
       },
       {
         body,
-        headers: signedHeaders(body, 'job.completed', { key: generateWebhookSecret() }),
+        headers: signedHeaders(body, 'job.completed', { key: newWebhookSecret() }),
         reason: 'signature mismatch',
       },
       {
@@ -142,7 +143,7 @@ describe('verifyTampDelivery', () => {
   });
 
   it('verifies a delivery signed during a secret rotation with the new secret', () => {
-    const previous = generateWebhookSecret();
+    const previous = newWebhookSecret();
     const rotating = signDelivery({
       secret,
       previousSecrets: [previous],

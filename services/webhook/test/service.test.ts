@@ -1,10 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { webhookEndpoints } from '@tamp/proto';
+import { newWebhookSecret, webhookEndpoints } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
 import { deliveryKey } from '../src/domain/payload';
-import { generateWebhookSecret } from '../src/domain/signature';
 import { LOCAL_DEVELOPMENT_POLICY, PRODUCTION_POLICY } from '../src/domain/target-policy';
 import {
   type LoopbackReceiver,
@@ -69,7 +68,7 @@ afterAll(async () => {
 describe('webhook service (local development policy, fast schedule)', () => {
   let slice: Slice;
   let owner: AccountView;
-  const secret = generateWebhookSecret();
+  const secret = newWebhookSecret();
 
   beforeAll(async () => {
     slice = await startSlice({
@@ -253,7 +252,7 @@ describe('webhook service (local development policy, fast schedule)', () => {
   it("uses the account's default URL when the job has none, and nothing when neither has one", async () => {
     const target = await receiver();
     const withDefault = account({
-      webhookSecret: generateWebhookSecret(),
+      webhookSecret: newWebhookSecret(),
       webhookUrl: `${target.origin}/default`,
     });
     slice.accounts.set(withDefault.accountId, withDefault);
@@ -274,7 +273,7 @@ describe('webhook service (local development policy, fast schedule)', () => {
   it('waits out a billing outage without spending attempts, and refuses for a vanished account', async () => {
     const target = await receiver();
     const flaky = account({
-      webhookSecret: generateWebhookSecret(),
+      webhookSecret: newWebhookSecret(),
       webhookUrl: `${target.origin}/default`,
     });
     slice.accounts.set(flaky.accountId, flaky);
@@ -304,8 +303,8 @@ describe('webhook service (local development policy, fast schedule)', () => {
   });
 
   it('signs with the replaced secret too during its grace period, and never from a stale cache', async () => {
-    const original = generateWebhookSecret();
-    const rotated = generateWebhookSecret();
+    const original = newWebhookSecret();
+    const rotated = newWebhookSecret();
     const rotating = account({ webhookSecret: original });
     slice.accounts.set(rotating.accountId, rotating);
     const validUntil = new Date(Date.now() + 60_000).toISOString();
@@ -343,7 +342,7 @@ describe('webhook service (local development policy, fast schedule)', () => {
     expect(new Webhook(original).verify(during.body, stringHeaders(during.headers))).toEqual(
       JSON.parse(during.body.toString('utf8')),
     );
-    expectRejected(during, generateWebhookSecret());
+    expectRejected(during, newWebhookSecret());
 
     expect(after.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
     expectVerified(after, rotated);
@@ -405,7 +404,7 @@ describe('webhook service (production policy)', () => {
 
   beforeAll(async () => {
     slice = await startSlice({ policy: PRODUCTION_POLICY, retryScheduleMs: FAST_SCHEDULE });
-    owner = account({ webhookSecret: generateWebhookSecret() });
+    owner = account({ webhookSecret: newWebhookSecret() });
     slice.accounts.set(owner.accountId, owner);
     const { metrics } = await slice.startService();
     metricsText = () => metrics.metrics();
@@ -474,7 +473,7 @@ describe('webhook service restarts', () => {
       policy: LOCAL_DEVELOPMENT_POLICY,
       retryScheduleMs: [2_000, 50, 50, 50, 50],
     });
-    owner = account({ webhookSecret: generateWebhookSecret() });
+    owner = account({ webhookSecret: newWebhookSecret() });
     slice.accounts.set(owner.accountId, owner);
   });
   afterAll(async () => {

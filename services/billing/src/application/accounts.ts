@@ -1,5 +1,5 @@
 import type { Logger } from '@tamp/kit';
-import { newId, type Plan, ServiceError } from '@tamp/proto';
+import { newId, newWebhookSecret, type Plan, ServiceError } from '@tamp/proto';
 import type { AccountStore } from '../adapters/account-store';
 import type { AccountDocument } from '../adapters/documents';
 import type { KeyStore } from '../adapters/key-store';
@@ -7,7 +7,7 @@ import type { UsageStore } from '../adapters/usage-store';
 import { billingCycleAnchorProblem, billingPeriodAt, creditsNow } from '../domain/billing-period';
 import type { PlanCatalog } from '../domain/plans';
 import { usageSummary } from '../domain/usage-summary';
-import { generateWebhookSecret, type SecretSealer, secretInGrace } from '../domain/webhook-secret';
+import { type SecretSealer, secretInGrace } from '../domain/webhook-secret';
 
 /** Accounts: creation, changes, the webhook secret and its rotation, the usage report. */
 export class Accounts {
@@ -37,7 +37,7 @@ export class Accounts {
   }): Promise<{ accountId: string; apiKey: string; webhookSecret: string }> {
     const billingCycleAnchor =
       request.billingCycleAnchor === undefined ? null : this.anchorAt(request.billingCycleAnchor);
-    const webhookSecret = generateWebhookSecret();
+    const webhookSecret = newWebhookSecret();
     const account = await this.accounts.create({
       accountId: newId('account'),
       plan: request.plan,
@@ -70,7 +70,7 @@ export class Accounts {
     accountId: string,
     gracePeriodSeconds: number | undefined,
   ): Promise<{ webhookSecret: string; previousValidUntil: string }> {
-    const webhookSecret = generateWebhookSecret();
+    const webhookSecret = newWebhookSecret();
     const graceMs =
       gracePeriodSeconds === undefined ? this.webhookSecretGraceMs : gracePeriodSeconds * 1000;
     const previousValidUntil = new Date(this.now().getTime() + graceMs);

@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
+import { newWebhookSecret } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { generateWebhookSecret, signDelivery, verifyServiceSignature } from './signature';
+import { signDelivery, verifyServiceSignature } from './signature';
 
 const secret = `whsec_${Buffer.from('tamp-test-signing-key-32-bytes!!').toString('base64')}`;
 const body = Buffer.from(
@@ -106,7 +107,7 @@ describe('verifyServiceSignature', () => {
     const signature = headers['X-Service-Signature'];
     expect(
       verifyServiceSignature({
-        secret: generateWebhookSecret(),
+        secret: newWebhookSecret(),
         rawBody: body,
         timestampHeader: headers['X-Service-Timestamp'],
         signatureHeader: signature,
@@ -171,8 +172,8 @@ describe('verifyServiceSignature', () => {
 });
 
 describe('signing during a secret rotation', () => {
-  const previous = generateWebhookSecret();
-  const stranger = generateWebhookSecret();
+  const previous = newWebhookSecret();
+  const stranger = newWebhookSecret();
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = signDelivery({ secret, previousSecrets: [previous], body, timestamp, webhookId });
   const check = (key: string) =>
@@ -219,17 +220,17 @@ describe('signing during a secret rotation', () => {
   });
 });
 
-describe('generateWebhookSecret', () => {
+describe("proto's newWebhookSecret", () => {
   it('is whsec_ plus base64 of 32 random bytes, different every time', () => {
-    const first = generateWebhookSecret();
-    const second = generateWebhookSecret();
+    const first = newWebhookSecret();
+    const second = newWebhookSecret();
     expect(first).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(first.slice(6), 'base64')).toHaveLength(32);
     expect(first).not.toBe(second);
   });
 
   it('produces secrets that sign verifiable deliveries both ways', () => {
-    const fresh = generateWebhookSecret();
+    const fresh = newWebhookSecret();
     const timestamp = Math.floor(Date.now() / 1000);
     const headers = signDelivery({ secret: fresh, body, timestamp, webhookId });
     expect(new Webhook(fresh).verify(body, { ...headers })).toBeTruthy();

@@ -1,13 +1,11 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { standardWebhooksKey } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 
 /** Receivers reject deliveries whose timestamp differs from now by this much or more (spec, Events). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
-const SECRET_PREFIX = 'whsec_';
 const SERVICE_SIGNATURE_PREFIX = 'sha256=';
-const SECRET_KEY_BYTES = 32;
-const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // Header values travel unescaped, so the id is limited to visible ASCII (no CR/LF injection).
 const HEADER_SAFE_TOKEN = /^[\x21-\x7e]+$/;
 const UNIX_SECONDS = /^\d{1,15}$/;
@@ -67,8 +65,10 @@ export function signDelivery(input: DeliverySignatureInput): DeliverySignatureHe
   const body = toBytes(input.body);
   const timestampText = String(timestamp);
   const signedAt = new Date(timestamp * 1000);
+  // proto's key check: the reference signer would decode any string it is given, and a
+  // malformed secret must fail loudly rather than sign what no verifier accepts.
   const standardSignatures = secrets.map((secret) =>
-    standardWebhook(secret).sign(webhookId, signedAt, body),
+    new Webhook(standardWebhooksKey(secret), { format: 'raw' }).sign(webhookId, signedAt, body),
   );
   return {
     'X-Service-Timestamp': timestampText,
@@ -100,31 +100,12 @@ export function verifyServiceSignature(check: ServiceSignatureCheck): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** A new account signing secret: `whsec_` + base64 of 32 random bytes (docs/decisions.md#webhooks). */
-export function generateWebhookSecret(): string {
-  return `${SECRET_PREFIX}${randomBytes(SECRET_KEY_BYTES).toString('base64')}`;
-}
-
 // The Tamp signature is keyed with the secret string itself (UTF-8), prefix included, as Stripe does.
 function serviceHmac(secret: string, timestampText: string, body: Buffer): Buffer {
   return createHmac('sha256', Buffer.from(secret, 'utf8'))
     .update(`${timestampText}.`)
     .update(body)
     .digest();
-}
-
-// The Standard Webhooks reference signer (keyed with the bytes after the prefix) decodes any
-// string it is given; a malformed secret must fail loudly here rather than silently produce
-// signatures no official verifier accepts.
-function standardWebhook(secret: string): Webhook {
-  if (!secret.startsWith(SECRET_PREFIX)) {
-    throw new TypeError(`webhook secret must start with "${SECRET_PREFIX}"`);
-  }
-  const encoded = secret.slice(SECRET_PREFIX.length);
-  if (encoded.length === 0 || !STRICT_BASE64.test(encoded)) {
-    throw new TypeError('webhook secret must be "whsec_" followed by base64');
-  }
-  return new Webhook(secret);
 }
 
 function toBytes(body: Buffer | string): Buffer {
