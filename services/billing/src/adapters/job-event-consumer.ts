@@ -1,5 +1,6 @@
 import { type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { destinationOf, inConsumerSpan } from '@tamp/kit';
 import { type JobEvent, jobEvent, ServiceError, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 
@@ -24,7 +25,11 @@ export async function consumeJobEvents(options: {
   );
   const messages = await consumer.consume({ max_messages: 100 });
   const processing = (async () => {
-    for await (const message of messages) await process(message);
+    for await (const message of messages) {
+      await inConsumerSpan(destinationOf(topology, message.subject), message.headers, () =>
+        process(message),
+      );
+    }
   })();
 
   async function process(message: JsMsg): Promise<void> {
