@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 
 /**
@@ -38,5 +38,11 @@ function registerLibraryInstrumentations(): Instrumentation[] {
     new UndiciInstrumentation(),
   ];
   registerInstrumentations({ instrumentations });
+  // A built-in module is patched when it is next required: require node:http and node:https
+  // now (processes without fastify would never), and update the bindings of ES modules that
+  // import them (the MinIO client's S3 calls), which would otherwise keep the originals.
+  require('node:http');
+  require('node:https');
+  syncBuiltinESMExports();
   return instrumentations;
 }

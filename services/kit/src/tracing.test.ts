@@ -9,7 +9,7 @@ import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { createLogger } from './logger';
 import { connectNats, type NatsConnection } from './nats';
 import { Rpc } from './rpc';
-import { inConsumerSpan, inProducerSpan, inSpan } from './tracing';
+import { contextToStore, inConsumerSpan, inProducerSpan, inSpan, storedContext } from './tracing';
 
 /**
  * Spans of the kit's helpers and of Rpc over a real NATS server, recorded by the SDK's own
@@ -93,6 +93,17 @@ describe('tracing', () => {
     expect(consumer.kind).toBe(SpanKind.CONSUMER);
     expect(consumer.spanContext().traceId).toBe(producer.spanContext().traceId);
     expect(consumer.parentSpanContext?.spanId).toBe(producer.spanContext().spanId);
+  });
+
+  it('parents work done later on the context stored with it', async () => {
+    const stored = await inSpan('schedule', {}, async () => contextToStore());
+    // Later, from a timer: no span is active any more.
+    await inSpan('deliver', { parent: storedContext(stored) }, async () => undefined);
+    expect(spanNamed('deliver').parentSpanContext?.spanId).toBe(
+      spanNamed('schedule').spanContext().spanId,
+    );
+    await inSpan('unrelated', { parent: storedContext(undefined) }, async () => undefined);
+    expect(spanNamed('unrelated').parentSpanContext).toBeUndefined();
   });
 
   it('records a thrown error on the span and rethrows it', async () => {

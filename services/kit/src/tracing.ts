@@ -4,6 +4,7 @@ import {
   context,
   isSpanContextValid,
   propagation,
+  ROOT_CONTEXT,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -166,6 +167,21 @@ export function activeTraceFields(): { trace_id?: string; span_id?: string } {
   const spanContext = span.spanContext();
   if (!isSpanContextValid(spanContext)) return {};
   return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
+}
+
+/**
+ * The active trace context as plain fields (W3C `traceparent`), to keep with work that is done
+ * later, outside the span (a webhook delivery scheduled in the database): see `storedContext`.
+ */
+export function contextToStore(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+/** The context kept by `contextToStore`, for the spans of the work done later. */
+export function storedContext(carrier: Record<string, string> | undefined): Context {
+  return carrier === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
 }
 
 /** The part of NATS' MsgHdrs that trace propagation needs. */

@@ -3,7 +3,6 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import {
   DEADLINE_HEADER,
   destinationOf,
-  injectTraceContext,
   inProducerSpan,
   type Logger,
   type NatsConnection,
@@ -90,11 +89,11 @@ export class JobMessaging {
       // The worker drops the request if it could not start before this: nobody waits then.
       const headers = natsHeaders();
       headers.set(DEADLINE_HEADER, String(Date.now() + timeoutMs));
-      injectTraceContext(headers);
-      const reply = await this.nats.request(
-        this.topology.subjects.inline[work.pipeline],
-        JSON.stringify(body),
-        { timeout: timeoutMs, headers },
+      const reply = await inProducerSpan('work.inline', headers, () =>
+        this.nats.request(this.topology.subjects.inline[work.pipeline], JSON.stringify(body), {
+          timeout: timeoutMs,
+          headers,
+        }),
       );
       payload = reply.json();
     } catch (error) {
