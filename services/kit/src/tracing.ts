@@ -88,6 +88,12 @@ export function markFailed(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: exception.message });
 }
 
+/** Marks the active span, if any, failed: for failures that are recorded rather than thrown. */
+export function markActiveSpanFailed(error: unknown): void {
+  const span = trace.getActiveSpan();
+  if (span !== undefined) markFailed(span, error);
+}
+
 /** Adds attributes to the active span, if any (e.g. the account a request was made for). */
 export function annotateActiveSpan(attributes: Attributes): void {
   trace.getActiveSpan()?.setAttributes(attributes);
