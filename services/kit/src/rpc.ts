@@ -267,7 +267,7 @@ export function readMessage<Schema extends z.ZodType>(
   };
 }
 
-/** `job.create`: the endpoint, without the namespace that prefixes its subject. */
+/** `job.create-job`: the endpoint, without the namespace that prefixes its subject. */
 function spanName(endpoint: AnyEndpoint): string {
   return `${endpoint.service}.${endpoint.name}`;
 }
