@@ -80,7 +80,7 @@ export const publicUsage = z.object({
 });
 export type PublicUsage = z.infer<typeof publicUsage>;
 
-/** GET /v1/<pipeline>/presets (DECISIONS.md): each preset and the chain it expands to. */
+/** GET /v1/<pipeline>/presets (docs/decisions.md#jobs): each preset and the chain it runs. */
 export const publicPresetCatalogue = z.object({
   presets: z.array(
     z.object({
@@ -94,7 +94,7 @@ export const publicPresetCatalogue = z.object({
 });
 export type PublicPresetCatalogue = z.infer<typeof publicPresetCatalogue>;
 
-/** GET /v1/<pipeline>/operations (DECISIONS.md): each operation's parameters and ranges. */
+/** GET /v1/<pipeline>/operations (docs/decisions.md#jobs): each operation's parameters, ranges. */
 export const publicOperationCatalogue = z.object({
   operations: z.array(
     z.object({
