@@ -35,7 +35,13 @@ function registerLibraryInstrumentations(): Instrumentation[] {
       // Authorization headers are never recorded: the instrumentation records none by default.
     }),
     new MongoDBInstrumentation({ dbStatementSerializer: () => '' }),
-    new UndiciInstrumentation(),
+    // A webhook URL's query may carry the receiver's own token: it is never recorded.
+    new UndiciInstrumentation({
+      startSpanHook: (request) => {
+        const url = new URL(request.path, request.origin);
+        return { 'url.full': `${url.origin}${url.pathname}`, 'url.query': '' };
+      },
+    }),
   ];
   registerInstrumentations({ instrumentations });
   // A built-in module is patched when it is next required: require node:http and node:https
