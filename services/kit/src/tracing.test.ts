@@ -86,9 +86,13 @@ describe('tracing', () => {
     const headers = natsHeaders();
     await inProducerSpan('jobs.image', headers, async () => undefined);
     // What a consumer on another connection sees: only the headers travel.
-    await inConsumerSpan('jobs.image', headers, async () => undefined);
+    await inConsumerSpan(
+      'worker-image',
+      { subject: 'ns.jobs.image', headers },
+      async () => undefined,
+    );
     const producer = spanNamed('publish jobs.image');
-    const consumer = spanNamed('process jobs.image');
+    const consumer = spanNamed('process worker-image');
     expect(producer.kind).toBe(SpanKind.PRODUCER);
     expect(consumer.kind).toBe(SpanKind.CONSUMER);
     expect(consumer.spanContext().traceId).toBe(producer.spanContext().traceId);

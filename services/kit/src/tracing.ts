@@ -130,18 +130,25 @@ export function inProducerSpan<T>(
   );
 }
 
-/** Handles a consumed message inside a CONSUMER span, child of the producer's span. */
+/**
+ * Handles a consumed message inside a CONSUMER span, child of the producer's span (its context
+ * came in the headers). Named after the consumer (`process worker-image`, `process billing`):
+ * what took the message, and a name of bounded cardinality whatever the namespace.
+ */
 export function inConsumerSpan<T>(
-  destination: string,
-  headers: HeaderCarrier | undefined,
+  consumer: string,
+  message: { subject: string; headers?: HeaderCarrier },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
   return inSpan(
-    `process ${destination}`,
+    `process ${consumer}`,
     {
       kind: SpanKind.CONSUMER,
-      attributes: messagingAttributes(destination, 'process'),
-      parent: extractTraceContext(headers),
+      attributes: {
+        ...messagingAttributes(message.subject, 'process'),
+        'messaging.consumer.group.name': consumer,
+      },
+      parent: extractTraceContext(message.headers),
     },
     work,
   );

@@ -1,6 +1,6 @@
 import { type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { destinationOf, inConsumerSpan } from '@tamp/kit';
+import { inConsumerSpan } from '@tamp/kit';
 import { type JobEvent, jobEvent, ServiceError, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 
@@ -26,9 +26,7 @@ export async function consumeJobEvents(options: {
   const messages = await consumer.consume({ max_messages: 100 });
   const processing = (async () => {
     for await (const message of messages) {
-      await inConsumerSpan(destinationOf(topology, message.subject), message.headers, () =>
-        process(message),
-      );
+      await inConsumerSpan(definition.durableName, message, () => process(message));
     }
   })();
 

@@ -141,7 +141,7 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
     }
     const controller = new AbortController();
     const done: Promise<void> = limit(() =>
-      inConsumerSpan('work.inline', msg.headers, () => run(msg, read.value, controller)),
+      inConsumerSpan(options.queue, msg, () => run(msg, read.value, controller)),
     )
       .catch((crash: unknown) => logger.error({ err: crash }, 'inline handling crashed'))
       .finally(() => running.delete(done));

@@ -6,7 +6,7 @@ import type { ConsumerDefinition, ConsumerName, Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Rpc } from '../rpc';
-import { destinationOf, inConsumerSpan } from '../tracing';
+import { inConsumerSpan } from '../tracing';
 import { type JobOutcomeLabel, jobWorkerMetrics } from './metrics';
 import { QueuedDelivery } from './queued-delivery';
 import { hostResourceGate, type ResourceGate } from './resource-gate';
@@ -115,8 +115,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     const delivery = new QueuedDelivery(msg, settings);
     metrics.inFlight.inc({ mode: 'queued' });
     const entry = { delivery, done: Promise.resolve() };
-    const destination = destinationOf(options.topology, msg.subject);
-    entry.done = inConsumerSpan(destination, msg.headers, () => delivery.handle())
+    entry.done = inConsumerSpan(definition.durableName, msg, () => delivery.handle())
       .catch((error: unknown) => {
         // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
         logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');
