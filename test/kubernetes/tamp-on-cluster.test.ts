@@ -20,7 +20,7 @@ import { verifyTampDelivery } from '../../services/webhook/examples/verify-deliv
 import {
   generateLongWav,
   probeDurationSec,
-} from '../../services/worker-audio/src/testing/speech-fixture';
+} from '../../services/worker-audio/test/support/speech-fixture';
 import { photo, speechWav } from '../support/media';
 
 const _execFile = promisify(execFileCallback);

@@ -1,11 +1,7 @@
 import { spawn } from 'node:child_process';
 import { basename } from 'node:path';
 import { inSpan } from '@tamp/kit';
-import {
-  ProcessingAbortedError,
-  ToolFailedError,
-  ToolNotFoundError,
-} from './audio-processing-errors';
+import { ProcessingAbortedError, ToolFailedError, ToolNotFoundError } from '../domain/errors';
 import { BoundedTextTail } from './bounded-text-tail';
 
 /** Lines longer than this are cut; ffmpeg's own lines are far shorter. */
