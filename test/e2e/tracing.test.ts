@@ -224,6 +224,40 @@ describe('one trace per job, received by a real collector', () => {
     }, 90_000);
   }
 
+  it('marks the attempt of a job whose input is corrupt as an error, down to the failing ffprobe', async () => {
+    // A RIFF/WAVE header (the upload's signature check passes) over bytes no decoder reads.
+    const corrupt = Buffer.concat([
+      Buffer.from('RIFF'),
+      Buffer.from([0x24, 0x08, 0, 0]),
+      Buffer.from('WAVE'),
+      Buffer.alloc(2_048, 0x5a),
+    ]);
+    const audioId = await uploadFile(stack, account.apiKey, 'corrupt.wav', corrupt);
+    const created = await stack.api<{ id: string }>('POST', '/v1/audio', {
+      token: account.apiKey,
+      body: { audioId, preset: 'chill' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const jobId = created.body.data!.id;
+    const deadline = Date.now() + 60_000;
+    let trace: CollectedSpan[] = [];
+    const failedWork = () =>
+      trace.find(
+        (span) =>
+          span.service === 'worker-audio' &&
+          span.kind === SPAN_KIND.consumer &&
+          span.statusCode === STATUS_ERROR,
+      );
+    while (failedWork() === undefined && Date.now() < deadline) {
+      await sleep(250);
+      trace = traceOfJob(await readCollectedSpans(collector.spansFile), jobId);
+    }
+    const tree = renderTraceTree(trace);
+    expect(failedWork(), tree).toBeDefined();
+    const probe = trace.find((span) => span.name === 'ffprobe');
+    expect(probe?.statusCode, tree).toBe(STATUS_ERROR);
+  }, 90_000);
+
   it('writes trace_id and span_id on the log lines of the spans it logged in', async () => {
     const logs = stack.logs();
     const traced = logs
