@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chown, mkdir } from 'node:fs/promises';
+import { chown, mkdir, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -33,7 +33,7 @@ export interface ServerProcess {
   restart(): Promise<void>;
 }
 
-export type ServerName = 'nats' | 'postgres' | 'ferretdb' | 'minio';
+export type ServerName = 'nats' | 'postgres' | 'ferretdb' | 'minio' | 'otelcol';
 
 export interface RunningInfrastructure extends InfrastructureEndpoints {
   /** The servers this launcher started (none for external servers). */
@@ -339,4 +339,48 @@ async function startMinio(dataDir: string, launch: Launch): Promise<Infrastructu
     secretKey: LOCAL_S3_SECRET_KEY,
     region: 'us-east-1',
   };
+}
+
+/** A trace collector this launcher started: where services send OTLP, and where it writes. */
+export interface RunningTraceCollector {
+  /** For OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP). */
+  endpoint: string;
+  /** One OTLP/JSON `TracesData` object per line, appended as batches arrive. */
+  spansFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The OpenTelemetry Collector built from pinned modules (scripts/infra/otelcol/main.go):
+ * receives OTLP over HTTP on loopback and writes every span to `<dataDir>/spans.jsonl`. Its own
+ * telemetry is off, so it opens no other port and sends nothing anywhere.
+ */
+export async function startTraceCollector(options: {
+  dataDir: string;
+}): Promise<RunningTraceCollector> {
+  await mkdir(options.dataDir, { recursive: true });
+  const port = await freePort();
+  const spansFile = join(options.dataDir, 'spans.jsonl');
+  const configFile = join(options.dataDir, 'otelcol.yaml');
+  // JSON is YAML: the collector reads it as its configuration file.
+  const config = {
+    receivers: { otlp: { protocols: { http: { endpoint: `127.0.0.1:${port}` } } } },
+    exporters: { file: { path: spansFile, format: 'json', flush_interval: '100ms' } },
+    service: {
+      telemetry: { metrics: { level: 'none' }, logs: { level: 'warn' } },
+      pipelines: { traces: { receivers: ['otlp'], exporters: ['file'] } },
+    },
+  };
+  await writeFile(configFile, JSON.stringify(config, null, 2));
+  const server = new LaunchedServer(
+    {
+      name: 'otelcol',
+      file: toolPath('otelcol'),
+      args: [`--config=file:${configFile}`],
+      probe: () => tcpOpen(port),
+    },
+    join(options.dataDir, 'otelcol.log'),
+  );
+  await server.start();
+  return { endpoint: `http://127.0.0.1:${port}`, spansFile, stop: () => server.stop() };
 }

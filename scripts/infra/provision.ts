@@ -1,4 +1,5 @@
 import { execFile as execFileCallback, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -39,6 +40,10 @@ const toolsFile = z.object({
       mains: z
         .record(z.string(), z.object({ call: z.string(), imports: z.array(z.string()) }))
         .optional(),
+      /** Main packages kept in the repository (folder in the wrapper -> the repo's main.go). */
+      mainSources: z.record(z.string(), z.string()).optional(),
+      /** Further modules the main packages import, pinned like the module itself. */
+      requires: z.record(z.string(), z.string()).optional(),
       binaries: z.record(z.string(), z.string()),
     }),
   ),
@@ -216,8 +221,7 @@ async function buildWrappedGoBinaries(
   names: string[],
   log: Log,
 ): Promise<void> {
-  const mains = group.mains === undefined ? '' : `+${JSON.stringify(group.mains)}`;
-  const stamp = `${group.module}@${group.version}${mains}`;
+  const stamp = await wrappedStamp(group);
   const missing: string[] = [];
   for (const name of names) {
     const stampFile = `${toolPath(name)}.version`;
@@ -250,6 +254,10 @@ async function buildWrappedGoBinaries(
     for (const [folder, main] of Object.entries(group.mains ?? {})) {
       await mkdir(join(workDir, folder), { recursive: true });
       await writeFile(join(workDir, folder, 'main.go'), generatedMain(main));
+    }
+    for (const [folder, source] of Object.entries(group.mainSources ?? {})) {
+      await mkdir(join(workDir, folder), { recursive: true });
+      await cp(join(PROJECT_ROOT, source), join(workDir, folder, 'main.go'));
     }
     const ldflags = ['-s', '-w', ...versionLdflags(group)];
     await run(
@@ -284,6 +292,25 @@ async function buildWrappedGoBinaries(
   log(`Built ${missing.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
+/**
+ * What a built binary is stamped with: the pinned versions and the mains' definitions, so a
+ * change to any of them (or to a main kept in the repository) rebuilds it.
+ */
+async function wrappedStamp(group: WrappedGroup): Promise<string> {
+  const mains = group.mains === undefined ? '' : `+${JSON.stringify(group.mains)}`;
+  const requires = group.requires === undefined ? '' : `+${JSON.stringify(group.requires)}`;
+  const sources = await Promise.all(
+    Object.values(group.mainSources ?? {}).map(async (source) =>
+      createHash('sha256')
+        .update(await readFile(join(PROJECT_ROOT, source)))
+        .digest('hex')
+        .slice(0, 16),
+    ),
+  );
+  const sourceStamp = sources.length === 0 ? '' : `+${sources.join(',')}`;
+  return `${group.module}@${group.version}${mains}${requires}${sourceStamp}`;
+}
+
 /** The generated module: requires the pinned module and, for Kubernetes, its staging modules. */
 async function wrapperGoMod(group: WrappedGroup, env: NodeJS.ProcessEnv): Promise<string> {
   const { stdout } = await execFile(
@@ -303,6 +330,9 @@ async function wrapperGoMod(group: WrappedGroup, env: NodeJS.ProcessEnv): Promis
     godebugLine,
     '',
     `require ${group.module} ${group.version}`,
+    ...Object.entries(group.requires ?? {}).map(
+      ([module, version]) => `require ${module} ${version}`,
+    ),
   ];
   if (group.replaceStaging !== undefined) {
     const staging = [...upstream.matchAll(/^\s*(k8s\.io\/\S+) => \.\/staging\//gm)]

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { activeTraceFields } from './tracing';
 
 export type { Logger };
 
@@ -18,7 +19,10 @@ export const REDACTED_PATHS = [
   '*.previousWebhookSecret',
 ];
 
-/** Structured JSON logs, to stdout unless a destination is given; secrets are redacted. */
+/**
+ * Structured JSON logs, to stdout unless a destination is given; secrets are redacted. A line
+ * written inside a span carries its `trace_id` and `span_id`, so logs and traces join.
+ */
 export function createLogger(
   service: string,
   level: string,
@@ -29,6 +33,7 @@ export function createLogger(
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    mixin: activeTraceFields,
   };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

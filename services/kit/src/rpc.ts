@@ -4,11 +4,11 @@ import {
   headers as natsHeaders,
   type Subscription,
 } from '@nats-io/nats-core';
-import { context as otelContext } from '@opentelemetry/api';
+import { type Span, SpanKind } from '@opentelemetry/api';
 import { type EndpointDefinition, isErrorCode, ServiceError, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { extractTraceContext, injectTraceContext } from './tracing';
+import { extractTraceContext, injectTraceContext, inSpan, markFailed } from './tracing';
 import { asServiceError } from './transient-errors';
 
 const replyEnvelope = z.discriminatedUnion('ok', [
@@ -62,10 +62,23 @@ export class Rpc {
     return this.topology.subjects.service(endpoint.service, endpoint.name);
   }
 
-  async call<Endpoint extends AnyEndpoint>(
+  /** One CLIENT span per call; the server's span is its child (context in the headers). */
+  call<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
     request: EndpointRequest<Endpoint>,
     options: CallOptions = {},
+  ): Promise<EndpointResponse<Endpoint>> {
+    return inSpan(
+      spanName(endpoint),
+      { kind: SpanKind.CLIENT, attributes: rpcAttributes(endpoint) },
+      () => this.callInSpan(endpoint, request, options),
+    );
+  }
+
+  private async callInSpan<Endpoint extends AnyEndpoint>(
+    endpoint: Endpoint,
+    request: EndpointRequest<Endpoint>,
+    options: CallOptions,
   ): Promise<EndpointResponse<Endpoint>> {
     const headers = natsHeaders();
     injectTraceContext(headers);
@@ -115,12 +128,34 @@ export class Rpc {
     });
   }
 
-  private async handle<Endpoint extends AnyEndpoint>(
+  /** One SERVER span per request, child of the caller's span; error replies mark it failed. */
+  private handle<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
     handler: EndpointHandler<Endpoint>,
     message: Msg,
   ): Promise<void> {
+    return inSpan(
+      spanName(endpoint),
+      {
+        kind: SpanKind.SERVER,
+        attributes: rpcAttributes(endpoint),
+        parent: extractTraceContext(message.headers),
+      },
+      (span) => this.handleInSpan(endpoint, handler, message, span),
+    );
+  }
+
+  private async handleInSpan<Endpoint extends AnyEndpoint>(
+    endpoint: Endpoint,
+    handler: EndpointHandler<Endpoint>,
+    message: Msg,
+    span: Span,
+  ): Promise<void> {
     const respond = (body: z.infer<typeof replyEnvelope>) => {
+      if (!body.ok) {
+        span.setAttribute('tamp.error_code', body.error.code);
+        markFailed(span, new Error(`${body.error.code}: ${body.error.message}`));
+      }
       if (message.reply) message.respond(JSON.stringify(body));
     };
     const parsed = readMessage(message, endpoint.request);
@@ -145,9 +180,7 @@ export class Rpc {
       return;
     }
     try {
-      const result = await otelContext.with(extractTraceContext(message.headers), () =>
-        handler(parsed.value as z.output<Endpoint['request']>, { deadline }),
-      );
+      const result = await handler(parsed.value as z.output<Endpoint['request']>, { deadline });
       respond({ ok: true, data: result });
     } catch (caught) {
       const error = asServiceError(caught);
@@ -244,6 +277,15 @@ export function readMessage<Schema extends z.ZodType>(
       message: issue.message,
     })),
   };
+}
+
+/** `job.create-job`: the endpoint, without the namespace that prefixes its subject. */
+function spanName(endpoint: AnyEndpoint): string {
+  return `${endpoint.service}.${endpoint.name}`;
+}
+
+function rpcAttributes(endpoint: AnyEndpoint) {
+  return { 'rpc.system': 'nats', 'rpc.service': endpoint.service, 'rpc.method': endpoint.name };
 }
 
 function deadlineOf(message: Msg): number | undefined {

@@ -4,6 +4,7 @@ import type { ConsumerDefinition } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { readMessage } from './rpc';
+import { inConsumerSpan } from './tracing';
 
 /** What a stream handler decided for one message. */
 export type StreamVerdict =
@@ -31,7 +32,8 @@ export interface StreamConsumerOptions<Schema extends z.ZodType> {
  * Reads a JetStream durable consumer one message at a time, with one rule for every service:
  * a body that does not parse is terminated (redelivering it can never help); `ack` is
  * acknowledged, confirmed by the server; `retry`, or a handler that throws, is naked with
- * `retryDelayMs`, so JetStream itself redelivers it later.
+ * `retryDelayMs`, so JetStream itself redelivers it later. Each message is handled in a
+ * CONSUMER span, child of its producer's.
  */
 export async function consumeStream<Schema extends z.ZodType>(
   options: StreamConsumerOptions<Schema>,
@@ -67,7 +69,9 @@ export async function consumeStream<Schema extends z.ZodType>(
   }
 
   const consuming = (async () => {
-    for await (const message of messages) await process(message);
+    for await (const message of messages) {
+      await inConsumerSpan(definition.durableName, message, () => process(message));
+    }
   })().catch((error: unknown) => logger.error({ err: error }, 'stream consumer stopped'));
 
   return {

@@ -1,15 +1,25 @@
 import {
+  type Attributes,
   type Context,
   context,
+  isSpanContextValid,
   propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  trace,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 
 /**
  * Starts the OpenTelemetry SDK only when an OTLP endpoint is configured: without one, tracing
- * costs nothing and sends nothing (no phone-home on machines without a collector).
+ * costs nothing and sends nothing (no phone-home on machines without a collector). The exporter
+ * and the sampler read the standard variables themselves (OTEL_EXPORTER_OTLP_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_TRACES_SAMPLER, OTEL_BSP_*); the library
+ * instrumentations were registered when kit was first imported (instrumentation.ts).
  */
 export async function startTracing(options: {
   service: string;
@@ -23,13 +33,168 @@ export async function startTracing(options: {
   ]);
   const sdk = new NodeSDK({
     serviceName: options.service,
-    traceExporter: new OTLPTraceExporter({
-      url: `${options.endpoint.replace(/\/$/, '')}/v1/traces`,
-    }),
+    traceExporter: new OTLPTraceExporter(),
+    instrumentations: [],
   });
   sdk.start();
   options.logger.info({ endpoint: options.endpoint }, 'tracing enabled');
   return () => sdk.shutdown();
+}
+
+/**
+ * Spans are made through the global API: before `startTracing` (and always without an
+ * endpoint) it is the no-op tracer, whose spans cost a few allocations and record nothing.
+ */
+const tracer = () => trace.getTracer('tamp');
+
+export interface SpanSettings {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  /** The context the span is a child of; default the active one. */
+  parent?: Context;
+}
+
+/**
+ * Runs `work` inside a new active span (so spans, log lines and NATS messages made by it belong
+ * to it) and ends the span when `work` settles; a thrown error is recorded on the span, which is
+ * marked failed, and rethrown.
+ */
+export function inSpan<T>(
+  name: string,
+  settings: SpanSettings,
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  return tracer().startActiveSpan(
+    name,
+    { kind: settings.kind ?? SpanKind.INTERNAL, attributes: settings.attributes },
+    settings.parent ?? context.active(),
+    async (span) => {
+      try {
+        return await work(span);
+      } catch (error) {
+        markFailed(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** Records `error` on `span` and marks the span failed (for failures that are not thrown). */
+export function markFailed(span: Span, error: unknown): void {
+  const exception = error instanceof Error ? error : new Error(String(error));
+  span.recordException(exception);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: exception.message });
+}
+
+/** Marks the active span, if any, failed: for failures that are recorded rather than thrown. */
+export function markActiveSpanFailed(error: unknown): void {
+  const span = trace.getActiveSpan();
+  if (span !== undefined) markFailed(span, error);
+}
+
+/** Adds attributes to the active span, if any (e.g. the account a request was made for). */
+export function annotateActiveSpan(attributes: Attributes): void {
+  trace.getActiveSpan()?.setAttributes(attributes);
+}
+
+/**
+ * Names the active HTTP server span after the route that matched (`POST /v1/jobs`), as the
+ * HTTP instrumentation alone cannot know it.
+ */
+export function nameHttpServerSpan(method: string, route: string | undefined): void {
+  const span = trace.getActiveSpan();
+  if (span === undefined || route === undefined) return;
+  span.setAttribute('http.route', route);
+  span.updateName(`${method} ${route}`);
+}
+
+/**
+ * Publishes a NATS or JetStream message inside a PRODUCER span whose context travels in the
+ * message's headers, so the consumer's span joins the same trace (see `inConsumerSpan`).
+ * `destination` is the subject without its namespace (`destinationOf`).
+ */
+export function inProducerSpan<T>(
+  destination: string,
+  headers: HeaderCarrier,
+  publish: () => Promise<T>,
+): Promise<T> {
+  return inSpan(
+    `publish ${destination}`,
+    { kind: SpanKind.PRODUCER, attributes: messagingAttributes(destination, 'publish') },
+    async () => {
+      injectTraceContext(headers);
+      return publish();
+    },
+  );
+}
+
+/**
+ * Handles a consumed message inside a CONSUMER span, child of the producer's span (its context
+ * came in the headers). Named after the consumer (`process worker-image`, `process billing`):
+ * what took the message, and a name of bounded cardinality whatever the namespace.
+ */
+export function inConsumerSpan<T>(
+  consumer: string,
+  message: { subject: string; headers?: HeaderCarrier },
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  return inSpan(
+    `process ${consumer}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        ...messagingAttributes(message.subject, 'process'),
+        'messaging.consumer.group.name': consumer,
+      },
+      parent: extractTraceContext(message.headers),
+    },
+    work,
+  );
+}
+
+/** A subject without the namespace that prefixes it: a span name of bounded cardinality. */
+export function destinationOf(topology: { namespace: string }, subject: string): string {
+  const prefix = `${topology.namespace}.`;
+  return topology.namespace !== '' && subject.startsWith(prefix)
+    ? subject.slice(prefix.length)
+    : subject;
+}
+
+function messagingAttributes(destination: string, operation: string): Attributes {
+  return {
+    'messaging.system': 'nats',
+    'messaging.destination.name': destination,
+    'messaging.operation.type': operation,
+  };
+}
+
+/**
+ * `trace_id` and `span_id` of the active span, for every log line written inside one (the
+ * logger's mixin); empty outside a span and whenever tracing is off.
+ */
+export function activeTraceFields(): { trace_id?: string; span_id?: string } {
+  const span = trace.getActiveSpan();
+  if (span === undefined) return {};
+  const spanContext = span.spanContext();
+  if (!isSpanContextValid(spanContext)) return {};
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
+}
+
+/**
+ * The active trace context as plain fields (W3C `traceparent`), to keep with work that is done
+ * later, outside the span (a webhook delivery scheduled in the database): see `storedContext`.
+ */
+export function contextToStore(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+/** The context kept by `contextToStore`, for the spans of the work done later. */
+export function storedContext(carrier: Record<string, string> | undefined): Context {
+  return carrier === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
 }
 
 /** The part of NATS' MsgHdrs that trace propagation needs. */

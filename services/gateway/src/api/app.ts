@@ -1,3 +1,4 @@
+import { nameHttpServerSpan } from '@tamp/kit';
 import Fastify from 'fastify';
 import {
   serializerCompiler,
@@ -54,6 +55,10 @@ function baseApp(logger: Logger, trustProxy: boolean) {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // The HTTP instrumentation's span for this request learns the route that matched.
+  app.addHook('onRequest', async (request) => {
+    nameHttpServerSpan(request.method, request.routeOptions.url);
+  });
   return app;
 }
 

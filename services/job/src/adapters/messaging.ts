@@ -1,6 +1,12 @@
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
-import { DEADLINE_HEADER, type Logger, type NatsConnection } from '@tamp/kit';
+import {
+  DEADLINE_HEADER,
+  destinationOf,
+  inProducerSpan,
+  type Logger,
+  type NatsConnection,
+} from '@tamp/kit';
 import {
   type InlineWorkReply,
   inlineWorkReply,
@@ -31,9 +37,14 @@ export class JobMessaging {
 
   async publishWork(work: JobWorkMessage): Promise<void> {
     const body = jobWorkMessage.parse(work);
-    await this.js.publish(this.topology.subjects.jobs[body.pipeline], JSON.stringify(body), {
-      msgID: messageIds.job(body.jobId),
-    });
+    const subject = this.topology.subjects.jobs[body.pipeline];
+    const headers = natsHeaders();
+    await inProducerSpan(destinationOf(this.topology, subject), headers, () =>
+      this.js.publish(subject, JSON.stringify(body), {
+        msgID: messageIds.job(body.jobId),
+        headers,
+      }),
+    );
   }
 
   async publishEvent(event: JobEvent): Promise<void> {
@@ -42,9 +53,13 @@ export class JobMessaging {
       body.event === 'job.completed'
         ? this.topology.subjects.events.completed
         : this.topology.subjects.events.failed;
-    await this.js.publish(subject, JSON.stringify(body), {
-      msgID: messageIds.event(body.jobId, body.event),
-    });
+    const headers = natsHeaders();
+    await inProducerSpan(destinationOf(this.topology, subject), headers, () =>
+      this.js.publish(subject, JSON.stringify(body), {
+        msgID: messageIds.event(body.jobId, body.event),
+        headers,
+      }),
+    );
   }
 
   /** Core publish: a long-poll that misses it still re-reads the job when its wait ends. */
@@ -74,10 +89,11 @@ export class JobMessaging {
       // The worker drops the request if it could not start before this: nobody waits then.
       const headers = natsHeaders();
       headers.set(DEADLINE_HEADER, String(Date.now() + timeoutMs));
-      const reply = await this.nats.request(
-        this.topology.subjects.inline[work.pipeline],
-        JSON.stringify(body),
-        { timeout: timeoutMs, headers },
+      const reply = await inProducerSpan('work.inline', headers, () =>
+        this.nats.request(this.topology.subjects.inline[work.pipeline], JSON.stringify(body), {
+          timeout: timeoutMs,
+          headers,
+        }),
       );
       payload = reply.json();
     } catch (error) {

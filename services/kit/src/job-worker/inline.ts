@@ -11,6 +11,7 @@ import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DEADLINE_HEADER, readMessage } from '../rpc';
+import { inConsumerSpan } from '../tracing';
 import { jobWorkerMetrics } from './metrics';
 import type { ResourceGate } from './resource-gate';
 import { describeError, isPermanentError, type ProcessJob } from './types';
@@ -139,7 +140,9 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
       return;
     }
     const controller = new AbortController();
-    const done: Promise<void> = limit(() => run(msg, read.value, controller))
+    const done: Promise<void> = limit(() =>
+      inConsumerSpan(options.queue, msg, () => run(msg, read.value, controller)),
+    )
       .catch((crash: unknown) => logger.error({ err: crash }, 'inline handling crashed'))
       .finally(() => running.delete(done));
     running.set(done, controller);

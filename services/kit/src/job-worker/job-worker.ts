@@ -6,6 +6,7 @@ import type { ConsumerDefinition, ConsumerName, Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Rpc } from '../rpc';
+import { inConsumerSpan } from '../tracing';
 import { type JobOutcomeLabel, jobWorkerMetrics } from './metrics';
 import { type DeliverySettings, QueuedDelivery } from './queued-delivery';
 import { hostResourceGate, type ResourceGate } from './resource-gate';
@@ -104,7 +105,7 @@ class QueuedJobWorker implements JobWorker {
   constructor(
     private readonly options: JobWorkerOptions,
     private readonly consumer: Consumer,
-    durableName: string,
+    private readonly durableName: string,
     private readonly ackWaitMs: number,
   ) {
     this.logger = options.logger.child({ consumer: durableName });
@@ -200,8 +201,7 @@ class QueuedJobWorker implements JobWorker {
     const delivery = new QueuedDelivery(msg, this.settings);
     this.metrics.inFlight.inc({ mode: 'queued' });
     const entry: RunningDelivery = { delivery, done: Promise.resolve() };
-    entry.done = delivery
-      .handle()
+    entry.done = inConsumerSpan(this.durableName, msg, () => delivery.handle())
       .catch((error: unknown) => {
         // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
         this.logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');

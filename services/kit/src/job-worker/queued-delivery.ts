@@ -2,6 +2,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { type JobWorkMessage, jobEndpoints, jobWorkMessage } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { type Rpc, readMessage } from '../rpc';
+import { annotateActiveSpan, markActiveSpanFailed } from '../tracing';
 import { isTransientError } from '../transient-errors';
 import { untilAnswered } from './job-service-calls';
 import type { JobOutcomeLabel } from './metrics';
@@ -118,6 +119,7 @@ export class QueuedDelivery {
     const read = readMessage(this.msg, jobWorkMessage);
     if (read.ok) {
       this.jobId = read.value.jobId;
+      annotateActiveSpan({ 'tamp.job_id': this.jobId, 'tamp.attempt': this.attempt });
       return read.value;
     }
     this.settings.logger.error(
@@ -187,6 +189,7 @@ export class QueuedDelivery {
       );
     } catch (error) {
       if (this.handedBack) return;
+      markActiveSpanFailed(error);
       const signal = this.controller.signal;
       if (!signal.aborted && isTransientError(error) && (await this.setAside(error))) return;
       await this.fail(signal.aborted ? (signal.reason ?? error) : error, startedAt);

@@ -26,6 +26,8 @@ export interface DeliveryDocument {
   body: string;
   /** Standard Webhooks `webhook-id`, stable across retries and redeliveries. */
   webhookId: string;
+  /** The trace of the event that scheduled it (W3C fields): every attempt's span joins it. */
+  traceContext?: Record<string, string>;
   /** 1 for the first sequence, +1 for each operator redelivery. */
   sequence: number;
   /** Attempts finished in the current sequence. */

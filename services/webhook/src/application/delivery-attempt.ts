@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@tamp/kit';
+import { inSpan, type Logger, markActiveSpanFailed, storedContext } from '@tamp/kit';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
 import type { HostnameResolver } from '../adapters/hostname-resolver';
@@ -53,7 +53,17 @@ export class DeliveryAttempt {
     private readonly logger: Logger,
   ) {}
 
-  async run(delivery: DeliveryDocument, claimId: string): Promise<void> {
+  /** One span per attempt, in the trace of the job event that scheduled the sequence. */
+  run(delivery: DeliveryDocument, claimId: string): Promise<void> {
+    const attributes = { 'tamp.job_id': delivery.jobId, 'webhook.attempt': delivery.attempts + 1 };
+    return inSpan(
+      'webhook deliver',
+      { parent: storedContext(delivery.traceContext), attributes },
+      () => this.attempt(delivery, claimId),
+    );
+  }
+
+  private async attempt(delivery: DeliveryDocument, claimId: string): Promise<void> {
     const attemptNumber = delivery.attempts + 1;
     // Read for every attempt, never cached: an attempt that starts after a rotation returned
     // is signed with the new secret (and, during its grace period, the replaced one as well).
@@ -133,6 +143,7 @@ export class DeliveryAttempt {
     attemptNumber: number,
     result: AttemptResult,
   ): Promise<void> {
+    if (result.outcome !== 'delivered') markActiveSpanFailed(result.error ?? result.outcome);
     const finishedAt = this.clock();
     const step = nextStep(
       attemptNumber,

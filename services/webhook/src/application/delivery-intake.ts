@@ -1,4 +1,4 @@
-import type { Logger, StreamVerdict } from '@tamp/kit';
+import { contextToStore, type Logger, type StreamVerdict } from '@tamp/kit';
 import type { JobEvent } from '@tamp/proto';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryStore } from '../adapters/delivery-store';
@@ -49,6 +49,7 @@ export class DeliveryIntake {
       targetSource,
       body: serializePayload(buildPayload(event)),
       webhookId: webhookIdFor(event.jobId, event.event),
+      traceContext: contextToStore(),
       nextAttemptAt: createdAt,
       createdAt,
     });

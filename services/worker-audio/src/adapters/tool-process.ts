@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { basename } from 'node:path';
+import { inSpan } from '@tamp/kit';
 import { ProcessingAbortedError, ToolFailedError, ToolNotFoundError } from '../domain/errors';
 import { BoundedTextTail } from './bounded-text-tail';
 
@@ -43,12 +45,37 @@ const DEFAULT_TAIL_CHARS = 64 * 1024;
 /**
  * Runs a command-line tool to completion. Output is streamed through bounded buffers and
  * optional line callbacks; an abort kills the process with SIGKILL because its output is
- * going to be thrown away anyway.
+ * going to be thrown away anyway. Each run is a span of its own (named after the tool) that
+ * records the shape of its arguments: the flags and filters, without the job's file paths.
  */
 export function runTool(
   executable: string,
   args: readonly string[],
   options: RunToolOptions = {},
+): Promise<ToolRunResult> {
+  return inSpan(
+    basename(executable),
+    {
+      attributes: {
+        'process.executable.name': basename(executable),
+        'process.command_args': argumentShape(args),
+      },
+    },
+    () => runToolProcess(executable, args, options),
+  );
+}
+
+/** Paths and file URLs become `<file>`; a long filtergraph keeps its beginning. */
+function argumentShape(args: readonly string[]): string[] {
+  return args.map((arg) =>
+    /^(file:|\/)/.test(arg) ? '<file>' : arg.length > 200 ? `${arg.slice(0, 200)}…` : arg,
+  );
+}
+
+function runToolProcess(
+  executable: string,
+  args: readonly string[],
+  options: RunToolOptions,
 ): Promise<ToolRunResult> {
   const { signal } = options;
   const tailChars = options.tailChars ?? DEFAULT_TAIL_CHARS;

@@ -1,5 +1,6 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { inSpan } from '@tamp/kit';
 import { IMAGE_EXTENSIONS, type ImageFormat, type ImageOperation } from '@tamp/proto';
 import sharp, { type ResizeOptions, type Sharp, type SharpOptions } from 'sharp';
 import { type EncodeSettings, encodeSettingsFor } from '../domain/encode-settings';
@@ -96,7 +97,21 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
  * ImageDecodeError (corrupt, truncated or not JPEG/PNG/WebP). Anything else (a missing input
  * file, a full disk) rejects with the original error. A partial output file is removed.
  */
-export async function processImage(input: ProcessImageInput): Promise<ImageResult> {
+export function processImage(input: ProcessImageInput): Promise<ImageResult> {
+  return inSpan('sharp process', {}, async (span) => {
+    const result = await processImageInSpan(input);
+    span.setAttributes({
+      'image.format': result.format,
+      'image.megapixels_in': result.megapixelsIn,
+      'image.pages': result.pages,
+      'image.estimated_memory_bytes': result.estimatedMemoryBytes,
+      'image.encoder_stepped_down': result.encoderSteppedDown,
+    });
+    return result;
+  });
+}
+
+async function processImageInSpan(input: ProcessImageInput): Promise<ImageResult> {
   const { inputPath, outputPath, limitInputPixels } = input;
   if (!Number.isSafeInteger(limitInputPixels) || limitInputPixels <= 0) {
     throw new RangeError(`limitInputPixels must be a positive integer, got ${limitInputPixels}`);
@@ -104,7 +119,7 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
   const plan = planOperations(input.operations);
 
   const inputSize = (await stat(inputPath)).size;
-  const probe = await probeInput(inputPath);
+  const probe = await inSpan('sharp probe', {}, () => probeInput(inputPath));
   const frames = framesToKeep(probe, plan.encode.format);
   assertInputWithinBudget(probe.oriented, frames, limitInputPixels);
   const steps = planResizeChain(probe.oriented, plan.resizes);
@@ -131,7 +146,11 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
   const releaseMemory = await input.memory.reserve(estimatedBytes, input.signal);
   let info: sharp.OutputInfo;
   try {
-    info = await runPasses(inputPath, outputPath, plan.resizes, settings, context);
+    info = await inSpan(
+      'sharp encode',
+      { attributes: { 'image.passes': Math.max(1, plan.resizes.length) } },
+      () => runPasses(inputPath, outputPath, plan.resizes, settings, context),
+    );
   } catch (error) {
     await rm(outputPath, { force: true });
     throw translateSharpError(error, probe, frames, limitInputPixels);

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { inSpan } from '@tamp/kit';
 import { PDFParse } from 'pdf-parse';
 import { PdfTextExtractionError } from '../domain/errors';
 
@@ -12,7 +13,11 @@ function hasPdfSignature(bytes: Buffer): boolean {
 }
 
 /** Extracts the text of every page that has text, pages separated by a blank line. */
-export async function extractPdfText(filePath: string): Promise<string> {
+export function extractPdfText(filePath: string): Promise<string> {
+  return inSpan('pdf extract text', {}, () => extractText(filePath));
+}
+
+async function extractText(filePath: string): Promise<string> {
   const bytes = await readFile(filePath);
   const name = basename(filePath);
   if (!hasPdfSignature(bytes)) {

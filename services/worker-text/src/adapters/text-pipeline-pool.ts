@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inSpan } from '@tamp/kit';
 import type { TextOperation } from '@tamp/proto';
 import { Piscina } from 'piscina';
 import type { TextPipelineResult } from '../domain/pipeline';
@@ -73,7 +74,20 @@ export async function startTextPipelinePool(options: {
   return {
     // An abort while the task runs terminates its thread (piscina replaces it), so a timed-out
     // or handed-back job stops using a CPU at once.
-    run: (text, operations, signal) => piscina.run({ text, operations }, { signal }),
+    // The steps run in a thread, synchronously, one after the other: one span covers them.
+    run: (text, operations, signal) =>
+      inSpan(
+        'text pipeline',
+        { attributes: { 'text.operations': operations.map((operation) => operation.type) } },
+        async (span) => {
+          const result = await piscina.run({ text, operations }, { signal });
+          span.setAttributes({
+            'text.tokens_in': result.tokensIn,
+            'text.tokens_out': result.tokensOut,
+          });
+          return result;
+        },
+      ),
     close: () => piscina.destroy(),
   };
 }

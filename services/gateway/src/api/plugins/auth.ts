@@ -1,3 +1,4 @@
+import { annotateActiveSpan } from '@tamp/kit';
 import { ServiceError } from '@tamp/proto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -33,6 +34,8 @@ export const authPlugin = fp(
           );
         }
         request.account = await options.authenticator.authenticate(match[1]!);
+        // The account, never the key, goes on the request's span.
+        annotateActiveSpan({ 'tamp.account_id': request.account.accountId });
       } catch (error) {
         if (error instanceof ServiceError && error.code === 'UNAUTHORIZED') {
           reply.header('www-authenticate', 'Bearer realm="tamp"');

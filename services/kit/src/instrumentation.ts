@@ -1,0 +1,54 @@
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import type { Instrumentation } from '@opentelemetry/instrumentation';
+
+/**
+ * The maintained OpenTelemetry instrumentations of the libraries Tamp talks through: node:http
+ * (the gateway's requests as SERVER spans, S3 calls of the MinIO client as CLIENT spans),
+ * mongodb (each command) and undici (webhook deliveries). They patch a library when it is
+ * loaded, so they must be registered before any service module loads one: kit's index exports
+ * this module before everything that imports a library, and every service's main imports kit
+ * first. They are loaded synchronously (a top-level await would let sibling modules run first)
+ * and only when tracing is configured, so a service without an endpoint loads none of them.
+ * Their spans reach the SDK that `startTracing` starts once the service knows its name.
+ */
+export const libraryInstrumentations: readonly Instrumentation[] = process.env
+  .OTEL_EXPORTER_OTLP_ENDPOINT
+  ? registerLibraryInstrumentations()
+  : [];
+
+/** Requests nobody needs a trace of: probes and scrapes of the ops server. */
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+function registerLibraryInstrumentations(): Instrumentation[] {
+  const require = createRequire(import.meta.url);
+  const { registerInstrumentations } =
+    require('@opentelemetry/instrumentation') as typeof import('@opentelemetry/instrumentation');
+  const { HttpInstrumentation } =
+    require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
+  const { MongoDBInstrumentation } =
+    require('@opentelemetry/instrumentation-mongodb') as typeof import('@opentelemetry/instrumentation-mongodb');
+  const { UndiciInstrumentation } =
+    require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
+  const instrumentations = [
+    new HttpInstrumentation({
+      ignoreIncomingRequestHook: (request) => OPS_PATHS.has((request.url ?? '').split('?')[0]!),
+      // Authorization headers are never recorded: the instrumentation records none by default.
+    }),
+    new MongoDBInstrumentation({ dbStatementSerializer: () => '' }),
+    // A webhook URL's query may carry the receiver's own token: it is never recorded.
+    new UndiciInstrumentation({
+      startSpanHook: (request) => {
+        const url = new URL(request.path, request.origin);
+        return { 'url.full': `${url.origin}${url.pathname}`, 'url.query': '' };
+      },
+    }),
+  ];
+  registerInstrumentations({ instrumentations });
+  // A built-in module is patched when it is next required: require node:http and node:https
+  // now (processes without fastify would never), and update the bindings of ES modules that
+  // import them (the MinIO client's S3 calls), which would otherwise keep the originals.
+  require('node:http');
+  require('node:https');
+  syncBuiltinESMExports();
+  return instrumentations;
+}
