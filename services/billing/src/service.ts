@@ -1,5 +1,11 @@
 import type { Subscription } from '@nats-io/nats-core';
-import { type NatsConnection, Rpc } from '@tamp/kit';
+import {
+  type CreditMetrics,
+  type NatsConnection,
+  Rpc,
+  recordRefund,
+  recordReservation,
+} from '@tamp/kit';
 import { billingEndpoints, newId, ServiceError, type Topology } from '@tamp/proto';
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
@@ -32,13 +38,14 @@ export interface BillingDependencies {
   webhookSecretGraceMs?: number;
   /** The time periods and records are based on; tests move it. */
   now?: () => Date;
+  metrics?: CreditMetrics;
 }
 
 /** Serves every billing endpoint and consumes job events; `stop` drains both. */
 export async function startBilling(
   dependencies: BillingDependencies,
 ): Promise<{ stop(): Promise<void> }> {
-  const { db, plans, logger } = dependencies;
+  const { db, plans, logger, metrics } = dependencies;
   const now = dependencies.now ?? (() => new Date());
   const sealer = new SecretSealer(dependencies.secretsEncryptionKey ?? null);
   const webhookSecretGraceMs = dependencies.webhookSecretGraceMs ?? DEFAULT_WEBHOOK_SECRET_GRACE_MS;
@@ -110,8 +117,16 @@ export async function startBilling(
       await accounts.forgetExpiredWebhookSecret(account);
       return accountView(account);
     }),
-    rpc.serve(billingEndpoints.reserveCredits, (request) => credits.reserve(request)),
-    rpc.serve(billingEndpoints.refundCredits, (request) => credits.refund(request)),
+    rpc.serve(billingEndpoints.reserveCredits, async (request) => {
+      const answer = await credits.reserve(request);
+      if (metrics) recordReservation(metrics, request.pipeline, answer);
+      return answer;
+    }),
+    rpc.serve(billingEndpoints.refundCredits, async (request) => {
+      const answer = await credits.refund(request);
+      if (metrics) recordRefund(metrics, answer);
+      return answer;
+    }),
     rpc.serve(billingEndpoints.getUsage, async ({ accountId }) => {
       const account = await accounts.find(accountId);
       const period = billingPeriodAt(now(), account.billingCycleAnchor);

@@ -1,5 +1,11 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ObjectStore, Rpc } from '@tamp/kit';
+import {
+  httpMetrics,
+  jobCreationMetrics,
+  type ObjectStore,
+  type Registry,
+  type Rpc,
+} from '@tamp/kit';
 import { LIMITS, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
@@ -18,6 +24,8 @@ export interface GatewayDependencies {
   authCacheTtlMs?: number;
   createJobBudgetMs?: number;
   maxConcurrentCreations?: number;
+  /** The service's registry: requests by route and jobs created (see kit's metrics). */
+  metrics?: Registry;
 }
 
 export interface Gateway {
@@ -42,8 +50,12 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
   const authenticator = new Authenticator(rpc, {
     ttlMs: dependencies.authCacheTtlMs ?? MAX_AUTH_CACHE_TTL_MS,
   });
+  const metrics = dependencies.metrics;
+  const requests = metrics && httpMetrics(metrics);
   const publicApp = await buildPublicApp({
     logger,
+    httpMetrics: requests,
+    jobsCreated: metrics && jobCreationMetrics(metrics),
     rpc,
     objectStore,
     waiters,
@@ -56,6 +68,7 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
   publicApp.addHook('preClose', async () => waiters.wakeAll());
   const adminApp = await buildAdminApp({
     logger: logger.child({ api: 'admin' }),
+    httpMetrics: requests,
     rpc,
     adminToken: dependencies.adminToken,
   });

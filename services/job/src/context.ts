@@ -1,4 +1,4 @@
-import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
+import type { JobOutcomeMetrics, Logger, ObjectStore, Rpc } from '@tamp/kit';
 import type { AdmissionRepository } from './adapters/admission-repository';
 import type { IdempotencyRepository } from './adapters/idempotency-repository';
 import type { JobRepository } from './adapters/job-repository';
@@ -40,4 +40,6 @@ export interface JobContext {
   logger: Logger;
   settings: JobSettings;
   clock: () => Date;
+  /** Terminal jobs and their duration (absent in tests that do not read them). */
+  metrics?: JobOutcomeMetrics;
 }

@@ -1,4 +1,4 @@
-import type { Db, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
+import type { Db, JobOutcomeMetrics, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
 import { jobEndpoints, LIMITS, type Topology } from '@tamp/proto';
 import { AdmissionRepository } from './adapters/admission-repository';
 import { IdempotencyRepository } from './adapters/idempotency-repository';
@@ -24,6 +24,7 @@ export interface JobServiceDependencies {
   settings?: Partial<JobSettings>;
   /** The service's notion of now (tests move it to reach retention or staleness). */
   clock?: () => Date;
+  metrics?: JobOutcomeMetrics;
 }
 
 export interface RunningJobService {
@@ -49,6 +50,7 @@ export async function startJobService(
     logger,
     settings: { ...DEFAULT_JOB_SETTINGS, ...dependencies.settings },
     clock: dependencies.clock ?? (() => new Date()),
+    metrics: dependencies.metrics,
   };
   const settlement = new Settlement(context);
   const reads = new JobReads(context);

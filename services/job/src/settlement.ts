@@ -34,6 +34,17 @@ export class Settlement {
       try {
         await messaging.publishEvent(jobEventOf(job));
         await jobs.markDone(job._id, { eventPublished: true });
+        // Counted with the event, which is published once per job (its outbox flag).
+        this.context.metrics?.finished.inc({
+          pipeline: job.pipeline,
+          status: job.status,
+          mode: job.inline ? 'inline' : 'queued',
+        });
+        const finishedAt = job.completedAt ?? job.updatedAt;
+        this.context.metrics?.duration.observe(
+          { pipeline: job.pipeline, status: job.status },
+          (finishedAt.getTime() - job.createdAt.getTime()) / 1000,
+        );
       } catch (error) {
         logger.warn(
           { err: error, jobId: job._id },

@@ -1,4 +1,4 @@
-import type { ObjectStore, Rpc } from '@tamp/kit';
+import type { JobCreationMetrics, ObjectStore, Rpc } from '@tamp/kit';
 import type { JobWaiters } from '../adapters/job-waiters';
 
 /** What the public routes need from the outside world. */
@@ -10,4 +10,6 @@ export interface RouteDependencies {
   createJobBudgetMs: number;
   /** Creations forwarded at once before new ones are shed (see MAX_CONCURRENT_CREATIONS). */
   maxConcurrentCreations: number;
+  /** Jobs created by pipeline and preset (absent in tests that do not read them). */
+  jobsCreated?: JobCreationMetrics;
 }

@@ -96,6 +96,8 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
             account: request.account,
             idempotencyKey: request.headers['idempotency-key'],
           });
+          const preset = (request.body as { preset?: string }).preset ?? 'custom';
+          deps.jobsCreated?.inc({ pipeline, preset });
           return reply
             .status(created.httpStatus)
             .send({ success: true as const, data: created.job });
