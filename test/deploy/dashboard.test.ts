@@ -30,7 +30,7 @@ const REQUIRED_METRICS = [
 ];
 
 /**
- * The names the services export: Tamp's own, registered in services/ with a literal name (a
+ * The names the services export: Tamp's own, written as a literal in services/ (a
  * histogram adds _bucket, _sum and _count), prom-client's defaults as every service registers
  * them, and Prometheus' own `up`. The live check is test/e2e/prometheus.test.ts, which runs
  * every panel query against a Prometheus scraping the stack.
@@ -38,7 +38,13 @@ const REQUIRED_METRICS = [
 async function exportedNames(): Promise<Set<string>> {
   const { stdout } = await execFile(
     'grep',
-    ['-rhoE', "name: 'tamp_[a-z_]+'", join(PROJECT_ROOT, 'services'), '--include=*.ts'],
+    [
+      '-rhoE',
+      "'tamp_[a-z_]+'",
+      join(PROJECT_ROOT, 'services'),
+      '--include=*.ts',
+      '--exclude=*.test.ts',
+    ],
     { maxBuffer: 16 * 1024 * 1024 },
   );
   const own = stdout.split('\n').flatMap((line) => line.match(/tamp_[a-z_]+/) ?? []);
