@@ -65,16 +65,17 @@ function escapeXml(text: string): string {
 }
 
 /**
- * Draws the panels from a live Prometheus over the last minutes (an SVG, rasterized by sharp)
+ * Draws the panels from a live Prometheus since `since` (an SVG, rasterized by sharp)
  * into `file`: the README's picture of the dashboard is real data from the Prometheus test.
  */
 export async function renderDashboardPicture(
   prometheusUrl: string,
   namespace: string,
   file: string,
+  since: Date,
 ): Promise<void> {
-  const end = Math.floor(Date.now() / 1000);
-  const start = end - 150;
+  const end = Math.ceil(Date.now() / 1000);
+  const start = Math.floor(since.getTime() / 1000);
   const parts: string[] = [];
   for (const [index, panel] of PANELS.entries()) {
     const x0 = 20 + (index % 2) * (PANEL_W + 20);
@@ -123,7 +124,7 @@ export async function renderDashboardPicture(
   const height = 60 + 2 * (PANEL_H + 20);
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}">
 <rect width="100%" height="100%" fill="#111217"/>
-<text x="20" y="36" fill="#d8d9da" font-size="20" font-family="sans-serif">Tamp: the last 150 s of the Prometheus test (test/e2e/prometheus.test.ts), 1 s scrapes</text>
+<text x="20" y="36" fill="#d8d9da" font-size="20" font-family="sans-serif">Tamp: ${end - start} s of the Prometheus test (test/e2e/prometheus.test.ts), 1 s scrapes</text>
 ${parts.join('\n')}
 </svg>`;
   await sharp(Buffer.from(svg)).png().toFile(file);
