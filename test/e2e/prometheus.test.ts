@@ -309,6 +309,13 @@ describe('Prometheus scraping the stack', () => {
       throw new Error(`not as expected: ${(await pending()).join('; ')}`);
     });
     console.log(`prometheus: ${[...last].map(([name, value]) => `${name}=${value}`).join(', ')}`);
+    // What a scrape costs: the job service's includes reading every consumer from JetStream.
+    const slowest = await query(
+      `max by (job) (max_over_time(scrape_duration_seconds{${selector}}[5m]))`,
+    );
+    console.log(
+      `slowest scrape (ms): ${slowest.map((sample) => `${sample.metric.job}=${(sample.value * 1000).toFixed(1)}`).join(', ')}`,
+    );
 
     const picture = process.env.TAMP_DASHBOARD_PICTURE;
     if (picture !== undefined)
