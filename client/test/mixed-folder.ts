@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { creditCost, type Pipeline } from '@tamp/proto';
 import { toolPath } from '../../scripts/infra/provision';
-import { buildPdf } from '../../services/worker-text/src/testing/pdf-fixture';
+import { buildPdf } from '../../services/worker-text/test/support/pdf-fixture';
 import { photo, speechWav } from '../../test/support/media';
 
 const execFile = promisify(execFileCallback);

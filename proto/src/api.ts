@@ -80,37 +80,36 @@ export const publicUsage = z.object({
 });
 export type PublicUsage = z.infer<typeof publicUsage>;
 
-/** GET /v1/<pipeline>/presets (DECISIONS.md): each preset and the chain it expands to. */
-export const publicPresetCatalogue = z.object({
-  presets: z.array(
-    z.object({
-      name: z.string(),
-      description: z.string(),
-      operations: z.array(z.object({ type: z.string(), params: z.unknown() })),
-      output: z.record(z.string(), z.unknown()),
-      queued: z.boolean(),
-    }),
-  ),
+/** One preset and the chain it expands to. */
+const presetEntry = z.object({
+  name: z.string(),
+  description: z.string(),
+  operations: z.array(z.object({ type: z.string(), params: z.unknown() })),
+  output: z.record(z.string(), z.unknown()),
+  queued: z.boolean(),
 });
+
+/** One operation parameter: its type, range, default or allowed values. */
+const parameterEntry = z.object({
+  type: z.string(),
+  description: z.string().optional(),
+  min: z.number().optional(),
+  max: z.number().optional(),
+  default: z.unknown().optional(),
+  enum: z.array(z.unknown()).readonly().optional(),
+});
+
+/** GET /v1/<pipeline>/presets (docs/decisions.md#jobs): each preset and its chain. */
+export const publicPresetCatalogue = z.object({ presets: z.array(presetEntry) });
 export type PublicPresetCatalogue = z.infer<typeof publicPresetCatalogue>;
 
-/** GET /v1/<pipeline>/operations (DECISIONS.md): each operation's parameters and ranges. */
+/** GET /v1/<pipeline>/operations (docs/decisions.md#jobs): each operation's parameters. */
 export const publicOperationCatalogue = z.object({
   operations: z.array(
     z.object({
       type: z.string(),
       description: z.string(),
-      params: z.record(
-        z.string(),
-        z.object({
-          type: z.string(),
-          description: z.string().optional(),
-          min: z.number().optional(),
-          max: z.number().optional(),
-          default: z.unknown().optional(),
-          enum: z.array(z.unknown()).readonly().optional(),
-        }),
-      ),
+      params: z.record(z.string(), parameterEntry),
     }),
   ),
 });

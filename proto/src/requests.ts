@@ -92,13 +92,21 @@ function exactlyOneOfEach<Schema extends z.ZodType>(
 
 const PRESET_OR_OPERATIONS = ['preset', 'operations'] as const;
 
+/** The fields every job body has after its input: a preset or operations, and a webhook. */
+const chainFields = <Preset extends string, Operation extends z.ZodType>(
+  presetNames: readonly [Preset, ...Preset[]],
+  operation: Operation,
+) => ({
+  preset: z.enum(presetNames).optional(),
+  operations: operationsOf(operation).optional(),
+  webhookUrl: webhookUrl.optional(),
+});
+
 /** Body of POST /v1/audio. */
 export const audioJobBody = exactlyOneOfEach(
   z.strictObject({
     audioId: z.string().min(1).describe('Upload id of an .mp3 or .wav file'),
-    preset: z.enum(AUDIO_PRESET_NAMES).optional(),
-    operations: operationsOf(audioOperationSchema).optional(),
-    webhookUrl: webhookUrl.optional(),
+    ...chainFields(AUDIO_PRESET_NAMES, audioOperationSchema),
   }),
   [PRESET_OR_OPERATIONS],
 );
@@ -107,9 +115,7 @@ export const audioJobBody = exactlyOneOfEach(
 export const imageJobBody = exactlyOneOfEach(
   z.strictObject({
     imageId: z.string().min(1).describe('Upload id of a .jpg, .jpeg, .png or .webp file'),
-    preset: z.enum(IMAGE_PRESET_NAMES).optional(),
-    operations: operationsOf(imageOperationSchema).optional(),
-    webhookUrl: webhookUrl.optional(),
+    ...chainFields(IMAGE_PRESET_NAMES, imageOperationSchema),
   }),
   [PRESET_OR_OPERATIONS],
 );
@@ -125,9 +131,7 @@ export const textJobBody = exactlyOneOfEach(
       .describe('Inline text, up to 5,000,000 characters')
       .optional(),
     fileId: z.string().min(1).describe('Upload id of a .pdf or .txt file').optional(),
-    preset: z.enum(TEXT_PRESET_NAMES).optional(),
-    operations: operationsOf(textOperationSchema).optional(),
-    webhookUrl: webhookUrl.optional(),
+    ...chainFields(TEXT_PRESET_NAMES, textOperationSchema),
   }),
   [PRESET_OR_OPERATIONS, ['text', 'fileId']],
 );

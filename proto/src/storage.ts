@@ -15,6 +15,20 @@ export const storageKeys = {
     `results/${accountId}/${jobId}/result.${extension}`,
 } as const;
 
+/**
+ * The content type of each result object, by the extension `storageKeys.result` gets from the
+ * pipeline's encode (proto's AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, `txt` for text).
+ */
+export const RESULT_CONTENT_TYPES: Readonly<Record<string, string>> = {
+  ogg: 'audio/ogg',
+  mp3: 'audio/mpeg',
+  webp: 'image/webp',
+  avif: 'image/avif',
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  txt: 'text/plain; charset=utf-8',
+};
+
 /** Backstop expiry per key prefix; sweepers keep MongoDB in step before these fire. */
 export const STORAGE_LIFECYCLE_RULES = [
   { id: 'expire-uploads', prefix: 'uploads/', days: 2 },

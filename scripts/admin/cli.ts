@@ -1,20 +1,10 @@
-// The operators' CLI over the admin API (docs/decisions.md#accounts-and-keys):
-//   npm run --silent admin -- account create [--plan free|pro] [--credits N] [--webhook-url URL] --json
-//   npm run --silent admin -- account update <accountId> [--plan …] [--webhook-url URL|--no-webhook-url]
-//       [--billing-cycle-anchor <ISO instant>|--no-billing-cycle-anchor]
-//   npm run --silent admin -- account rotate-webhook-secret <accountId> [--grace-period-seconds N] --json
-//   npm run --silent admin -- credits add <accountId> <N>
-//   npm run --silent admin -- key create <accountId> --json | key revoke <keyId> | key list <accountId>
-//   npm run --silent admin -- deliveries <jobId> | redeliver <jobId> [--event job.completed|job.failed]
-// Against the local stack it needs nothing: the admin URL comes from <data>/stack.json and the
-// token from <data>/admin-token (data = TAMP_DATA_DIR or .data); TAMP_ADMIN_URL and
-// ADMIN_TOKEN override both. Exit codes: 0 ok, 1 the API refused or failed, 2 usage errors.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-
-const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The operators' CLI over the admin API (docs/decisions.md#accounts-and-keys); the commands and
+// options are listed in USAGE below. Against the local stack it needs nothing: the admin URL
+// comes from <data>/stack.json and the token from <data>/admin-token (data = TAMP_DATA_DIR or
+// .data); TAMP_ADMIN_URL and ADMIN_TOKEN override both.
+// Exit codes: 0 ok, 1 the API refused or failed, 2 usage errors.
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { callAdminApi } from './admin-api';
 
 const USAGE = `usage: npm run --silent admin -- <command>
   account create [--plan free|pro] [--credits N] [--webhook-url URL]
@@ -35,263 +25,212 @@ rotate-webhook-secret: the previous secret keeps signing for --grace-period-seco
   (default: billing's WEBHOOK_SECRET_GRACE_MS, 24 h; 0 retires it at once).
 environment: TAMP_ADMIN_URL, ADMIN_TOKEN, TAMP_DATA_DIR (default .data)`;
 
+/** A command line the CLI refuses: exit code 2, with the usage. */
 class UsageError extends Error {}
-class ApiError extends Error {}
 
-interface Connection {
-  url: string;
-  token: string;
-}
+/** What a command prints: `json` with --json, else `text`. */
+type Output = { json: unknown; text: string };
 
-function connection(): Connection {
-  const dataDir = resolve(PROJECT_ROOT, process.env.TAMP_DATA_DIR ?? '.data');
-  let url = process.env.TAMP_ADMIN_URL;
-  if (url === undefined || url === '') {
-    const stackFile = join(dataDir, 'stack.json');
-    if (!existsSync(stackFile)) {
-      throw new ApiError(
-        `no admin URL: ${stackFile} is missing (is \`npm start\` running?); or set TAMP_ADMIN_URL`,
+const integer =
+  (name: string, allowZero = false) =>
+  (value: string): number => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || (!allowZero && number === 0)) {
+      throw new InvalidArgumentError(
+        `${name} must be a ${allowZero ? 'non-negative' : 'positive'} integer`,
       );
     }
-    url = (JSON.parse(readFileSync(stackFile, 'utf8')) as { adminUrl?: string }).adminUrl;
-    if (url === undefined) throw new ApiError(`${stackFile} has no adminUrl`);
-  }
-  let token = process.env.ADMIN_TOKEN;
-  if (token === undefined || token === '') {
-    const tokenFile = join(dataDir, 'admin-token');
-    if (!existsSync(tokenFile)) {
-      throw new ApiError(`no admin token: ${tokenFile} is missing; or set ADMIN_TOKEN`);
-    }
-    token = readFileSync(tokenFile, 'utf8').trim();
-  }
-  return { url: url.replace(/\/$/, ''), token };
-}
-
-async function call(method: string, path: string, body?: unknown): Promise<unknown> {
-  const { url, token } = connection();
-  let response: Response;
-  try {
-    response = await fetch(`${url}/admin${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (error) {
-    throw new ApiError(
-      `cannot reach the admin API at ${url}: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  const text = await response.text();
-  let parsed: {
-    success?: boolean;
-    data?: unknown;
-    error?: { code: string; message: string; details?: unknown };
+    return number;
   };
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ApiError(`admin API answered HTTP ${response.status} with a non-JSON body`);
-  }
-  if (!response.ok || parsed.success !== true) {
-    const error = parsed.error;
-    const details =
-      error?.details === undefined ? '' : `\n${JSON.stringify(error.details, null, 2)}`;
-    throw new ApiError(
-      `${error?.code ?? `HTTP ${response.status}`}: ${error?.message ?? 'request failed'}${details}`,
-    );
-  }
-  return parsed.data;
-}
-
-function positiveInteger(value: string | undefined, name: string, allowZero = false): number {
-  if (value === undefined || !/^\d+$/.test(value)) {
-    throw new UsageError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} integer`);
-  }
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || (!allowZero && number === 0)) {
-    throw new UsageError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} integer`);
-  }
-  return number;
-}
-
-function plan(value: string | undefined): 'free' | 'pro' | undefined {
-  if (value === undefined) return undefined;
-  if (value !== 'free' && value !== 'pro') throw new UsageError('--plan must be free or pro');
-  return value;
-}
 
 function webhookUrl(value: string): string {
   try {
     const url = new URL(value);
     if (url.protocol === 'http:' || url.protocol === 'https:') return value;
   } catch {}
-  throw new UsageError('--webhook-url must be an absolute http(s) URL');
+  throw new InvalidArgumentError('--webhook-url must be an absolute http(s) URL');
 }
 
-function one(positionals: string[], count: number, names: string): string[] {
-  if (positionals.length !== count) throw new UsageError(`expected ${names}`);
-  return positionals;
+const planOption = () => new Option('--plan <plan>').choices(['free', 'pro']);
+const enc = encodeURIComponent;
+
+/**
+ * `--<name> <value>` and `--no-<name>` on one command: the value, null when cleared, undefined
+ * when neither is given. commander keeps only the last of the two, so which were given is
+ * tracked here: both at once is a usage error.
+ */
+function clearable(command: Command, name: string, parse?: (value: string) => string) {
+  const given = new Set<string>();
+  const valueOption = new Option(`--${name} <value>`);
+  command.addOption(parse === undefined ? valueOption : valueOption.argParser(parse));
+  command.addOption(new Option(`--no-${name}`));
+  command.on(`option:${name}`, () => given.add(name));
+  command.on(`option:no-${name}`, () => given.add(`no-${name}`));
+  return (value: string | false | undefined): string | null | undefined => {
+    if (given.size > 1) throw new UsageError(`use either --${name} or --no-${name}`);
+    return value === false ? null : value;
+  };
 }
 
-type Output = { json: unknown; text: string };
+function adminProgram(print: (output: Output) => void): Command {
+  const program = new Command('admin')
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, outputError: () => {} })
+    .configureHelp({ formatHelp: () => `${USAGE}\n` });
+  // Every command takes --json; the action's answer is printed by print().
+  const leaf = (parent: Command, name: string) =>
+    parent.command(name).option('--json', 'print JSON instead of text');
+  const answer =
+    <Args extends unknown[]>(run: (...args: Args) => Promise<Output>) =>
+    async (...args: Args) =>
+      print(await run(...args));
+  // A command on one account, key or job id and nothing else.
+  const onId = (parent: Command, name: string, id: string, run: (id: string) => Promise<Output>) =>
+    leaf(parent, name).argument(`<${id}>`).action(answer(run));
 
-async function run(argv: string[]): Promise<Output> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      plan: { type: 'string' },
-      credits: { type: 'string' },
-      'webhook-url': { type: 'string' },
-      'no-webhook-url': { type: 'boolean' },
-      'billing-cycle-anchor': { type: 'string' },
-      'no-billing-cycle-anchor': { type: 'boolean' },
-      'grace-period-seconds': { type: 'string' },
-      event: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help === true) return { json: undefined, text: USAGE };
-  const [group, action, ...rest] = positionals;
-  const command = [group, action].join(' ');
-  const enc = encodeURIComponent;
+  const account = program.command('account');
+  leaf(account, 'create')
+    .addOption(planOption().default('free'))
+    .option('--credits <N>', 'starting credits', integer('--credits', true))
+    .option('--webhook-url <URL>', 'webhook target', webhookUrl)
+    .option('--billing-cycle-anchor <ISO>', '30-day cycles from this instant')
+    .action(
+      answer(async (options) => {
+        const data = await callAdminApi<{
+          accountId: string;
+          apiKey: string;
+          webhookSecret: string;
+        }>('POST', '/accounts', {
+          plan: options.plan,
+          ...(options.credits !== undefined && { credits: options.credits }),
+          ...(options.webhookUrl !== undefined && { webhookUrl: options.webhookUrl }),
+          // Validated by the API (format, and not in the future): one rule, in one place.
+          ...(options.billingCycleAnchor !== undefined && {
+            billingCycleAnchor: options.billingCycleAnchor,
+          }),
+        });
+        const result = {
+          accountId: data.accountId,
+          apiKey: data.apiKey,
+          webhookSecret: data.webhookSecret,
+        };
+        return {
+          json: result,
+          text: `account ${result.accountId}\napi key ${result.apiKey}\nwebhook secret ${result.webhookSecret}\n(the API key is shown once)`,
+        };
+      }),
+    );
 
-  if (group === 'account' && action === 'create') {
-    one(rest, 0, 'no arguments');
-    const data = (await call('POST', '/accounts', {
-      plan: plan(values.plan) ?? 'free',
-      ...(values.credits !== undefined && {
-        credits: positiveInteger(values.credits, '--credits', true),
-      }),
-      ...(values['webhook-url'] !== undefined && { webhookUrl: webhookUrl(values['webhook-url']) }),
-      // Validated by the API (format, and not in the future): one rule, in one place.
-      ...(values['billing-cycle-anchor'] !== undefined && {
-        billingCycleAnchor: values['billing-cycle-anchor'],
-      }),
-    })) as { accountId: string; apiKey: string; webhookSecret: string };
-    const result = {
-      accountId: data.accountId,
-      apiKey: data.apiKey,
-      webhookSecret: data.webhookSecret,
-    };
-    return {
-      json: result,
-      text: `account ${result.accountId}\napi key ${result.apiKey}\nwebhook secret ${result.webhookSecret}\n(the API key is shown once)`,
-    };
-  }
-  if (group === 'account' && action === 'update') {
-    const [accountId] = one(rest, 1, '<accountId>');
-    if (values['webhook-url'] !== undefined && values['no-webhook-url'] === true) {
-      throw new UsageError('use either --webhook-url or --no-webhook-url');
-    }
-    if (
-      values['billing-cycle-anchor'] !== undefined &&
-      values['no-billing-cycle-anchor'] === true
-    ) {
-      throw new UsageError('use either --billing-cycle-anchor or --no-billing-cycle-anchor');
-    }
-    const body = {
-      ...(values.plan !== undefined && { plan: plan(values.plan) }),
-      ...(values['webhook-url'] !== undefined && { webhookUrl: webhookUrl(values['webhook-url']) }),
-      ...(values['no-webhook-url'] === true && { webhookUrl: null }),
-      ...(values['billing-cycle-anchor'] !== undefined && {
-        billingCycleAnchor: values['billing-cycle-anchor'],
-      }),
-      ...(values['no-billing-cycle-anchor'] === true && { billingCycleAnchor: null }),
-    };
-    if (Object.keys(body).length === 0) {
-      throw new UsageError(
-        'nothing to update: give --plan, --webhook-url, --no-webhook-url, --billing-cycle-anchor or --no-billing-cycle-anchor',
-      );
-    }
-    const data = (await call('PATCH', `/accounts/${enc(accountId!)}`, body)) as {
-      accountId: string;
-      plan: string;
-      webhookUrl: string | null;
-      billingCycleAnchor: string | null;
-    };
-    const cycle =
-      data.billingCycleAnchor === null ? '' : `, 30-day cycles from ${data.billingCycleAnchor}`;
-    return {
-      json: data,
-      text: `account ${data.accountId}: plan ${data.plan}, webhook ${data.webhookUrl ?? '(none)'}${cycle}`,
-    };
-  }
-  if (group === 'account' && action === 'show') {
-    const [accountId] = one(rest, 1, '<accountId>');
-    const data = await call('GET', `/accounts/${enc(accountId!)}`);
+  const update = leaf(account, 'update').argument('<accountId>').addOption(planOption());
+  const webhookUrlOf = clearable(update, 'webhook-url', webhookUrl);
+  const anchorOf = clearable(update, 'billing-cycle-anchor');
+  update.action(
+    answer(async (accountId: string, options) => {
+      const newWebhookUrl = webhookUrlOf(options.webhookUrl);
+      const newAnchor = anchorOf(options.billingCycleAnchor);
+      const body = {
+        ...(options.plan !== undefined && { plan: options.plan }),
+        ...(newWebhookUrl !== undefined && { webhookUrl: newWebhookUrl }),
+        ...(newAnchor !== undefined && { billingCycleAnchor: newAnchor }),
+      };
+      if (Object.keys(body).length === 0) {
+        throw new UsageError(
+          'nothing to update: give --plan, --webhook-url, --no-webhook-url, --billing-cycle-anchor or --no-billing-cycle-anchor',
+        );
+      }
+      const data = await callAdminApi<{
+        accountId: string;
+        plan: string;
+        webhookUrl: string | null;
+        billingCycleAnchor: string | null;
+      }>('PATCH', `/accounts/${enc(accountId)}`, body);
+      const cycle =
+        data.billingCycleAnchor === null ? '' : `, 30-day cycles from ${data.billingCycleAnchor}`;
+      return {
+        json: data,
+        text: `account ${data.accountId}: plan ${data.plan}, webhook ${data.webhookUrl ?? '(none)'}${cycle}`,
+      };
+    }),
+  );
+
+  onId(account, 'show', 'accountId', async (accountId) => {
+    const data = await callAdminApi('GET', `/accounts/${enc(accountId)}`);
     return { json: data, text: JSON.stringify(data, null, 2) };
-  }
-  if (group === 'account' && action === 'rotate-webhook-secret') {
-    const [accountId] = one(rest, 1, '<accountId>');
-    const graceSeconds = values['grace-period-seconds'];
-    const data = (await call(
+  });
+
+  leaf(account, 'rotate-webhook-secret')
+    .argument('<accountId>')
+    .option(
+      '--grace-period-seconds <N>',
+      'how long the previous secret keeps signing',
+      integer('--grace-period-seconds', true),
+    )
+    .action(
+      answer(async (accountId: string, options) => {
+        const data = await callAdminApi<{ webhookSecret: string; previousValidUntil: string }>(
+          'POST',
+          `/accounts/${enc(accountId)}/webhook-secret/rotate`,
+          options.gracePeriodSeconds === undefined
+            ? {}
+            : { gracePeriodSeconds: options.gracePeriodSeconds },
+        );
+        const result = {
+          webhookSecret: data.webhookSecret,
+          previousValidUntil: data.previousValidUntil,
+        };
+        return {
+          json: result,
+          text: `webhook secret ${result.webhookSecret}\n(the previous secret also signs deliveries until ${result.previousValidUntil})`,
+        };
+      }),
+    );
+
+  leaf(program.command('credits'), 'add')
+    .argument('<accountId>')
+    .argument('<N>', 'credits to grant', integer('N'))
+    .action(
+      answer(async (accountId: string, credits: number) => {
+        const data = await callAdminApi<{ accountId: string; grantedCredits: number }>(
+          'POST',
+          `/accounts/${enc(accountId)}/credits`,
+          { credits },
+        );
+        return {
+          json: data,
+          text: `account ${data.accountId}: ${data.grantedCredits} granted credits`,
+        };
+      }),
+    );
+
+  const key = program.command('key');
+  onId(key, 'create', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{ keyId: string; apiKey: string }>(
       'POST',
-      `/accounts/${enc(accountId!)}/webhook-secret/rotate`,
-      graceSeconds === undefined
-        ? {}
-        : { gracePeriodSeconds: positiveInteger(graceSeconds, '--grace-period-seconds', true) },
-    )) as { webhookSecret: string; previousValidUntil: string };
-    const result = {
-      webhookSecret: data.webhookSecret,
-      previousValidUntil: data.previousValidUntil,
-    };
-    return {
-      json: result,
-      text: `webhook secret ${result.webhookSecret}\n(the previous secret also signs deliveries until ${result.previousValidUntil})`,
-    };
-  }
-  if (group === 'credits' && action === 'add') {
-    const [accountId, amount] = one(rest, 2, '<accountId> <N>');
-    const data = (await call('POST', `/accounts/${enc(accountId!)}/credits`, {
-      credits: positiveInteger(amount, 'N'),
-    })) as { accountId: string; grantedCredits: number };
-    return {
-      json: data,
-      text: `account ${data.accountId}: ${data.grantedCredits} granted credits`,
-    };
-  }
-  if (group === 'key' && action === 'create') {
-    const [accountId] = one(rest, 1, '<accountId>');
-    const data = (await call('POST', `/accounts/${enc(accountId!)}/keys`)) as {
-      keyId: string;
-      apiKey: string;
-    };
+      `/accounts/${enc(accountId)}/keys`,
+    );
     const result = { keyId: data.keyId, apiKey: data.apiKey };
     return { json: result, text: `key ${result.keyId}\napi key ${result.apiKey}\n(shown once)` };
-  }
-  if (group === 'key' && action === 'revoke') {
-    const [keyId] = one(rest, 1, '<keyId>');
-    const data = (await call('DELETE', `/keys/${enc(keyId!)}`)) as {
-      keyId: string;
-      revokedAt: string | null;
-    };
+  });
+  onId(key, 'revoke', 'keyId', async (keyId) => {
+    const data = await callAdminApi<{ keyId: string; revokedAt: string | null }>(
+      'DELETE',
+      `/keys/${enc(keyId)}`,
+    );
     return { json: data, text: `key ${data.keyId} revoked at ${data.revokedAt}` };
-  }
-  if (group === 'key' && action === 'list') {
-    const [accountId] = one(rest, 1, '<accountId>');
-    const data = (await call('GET', `/accounts/${enc(accountId!)}/keys`)) as {
+  });
+  onId(key, 'list', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{
       keys: { keyId: string; displayPrefix: string; createdAt: string; revokedAt: string | null }[];
-    };
+    }>('GET', `/accounts/${enc(accountId)}/keys`);
     const lines = data.keys.map(
       (key) =>
         `${key.keyId}  ${key.displayPrefix}…  created ${key.createdAt}  ${key.revokedAt === null ? 'active' : `revoked ${key.revokedAt}`}`,
     );
     return { json: data, text: lines.length === 0 ? '(no keys)' : lines.join('\n') };
-  }
-  if (group === 'deliveries') {
-    const [jobId] = one(
-      [action, ...rest].filter((value) => value !== undefined),
-      1,
-      '<jobId>',
-    );
-    const data = (await call('GET', `/jobs/${enc(jobId!)}/deliveries`)) as {
+  });
+
+  onId(program, 'deliveries', 'jobId', async (jobId) => {
+    const data = await callAdminApi<{
       deliveries: {
         attempt: number;
         event: string;
@@ -301,53 +240,58 @@ async function run(argv: string[]): Promise<Output> {
         outcome: string;
         error: string | null;
       }[];
-    };
+    }>('GET', `/jobs/${enc(jobId)}/deliveries`);
     const lines = data.deliveries.map(
       (delivery) =>
         `#${delivery.attempt} ${delivery.event} ${delivery.attemptedAt} ${delivery.target} → ${delivery.outcome}${delivery.statusCode === null ? '' : ` ${delivery.statusCode}`}${delivery.error === null ? '' : ` (${delivery.error})`}`,
     );
     return { json: data, text: lines.length === 0 ? '(no deliveries)' : lines.join('\n') };
-  }
-  if (group === 'redeliver') {
-    const [jobId] = one(
-      [action, ...rest].filter((value) => value !== undefined),
-      1,
-      '<jobId>',
+  });
+
+  leaf(program, 'redeliver')
+    .argument('<jobId>')
+    .addOption(new Option('--event <event>').choices(['job.completed', 'job.failed']))
+    .action(
+      answer(async (jobId: string, options) => {
+        const data = await callAdminApi<{ scheduled: boolean }>(
+          'POST',
+          `/jobs/${enc(jobId)}/redeliver`,
+          options.event === undefined ? {} : { event: options.event },
+        );
+        return {
+          json: data,
+          text: data.scheduled ? `redelivery of ${jobId} scheduled` : 'nothing to redeliver',
+        };
+      }),
     );
-    if (
-      values.event !== undefined &&
-      values.event !== 'job.completed' &&
-      values.event !== 'job.failed'
-    ) {
-      throw new UsageError('--event must be job.completed or job.failed');
-    }
-    const data = (await call(
-      'POST',
-      `/jobs/${enc(jobId!)}/redeliver`,
-      values.event === undefined ? {} : { event: values.event },
-    )) as { scheduled: boolean };
-    return {
-      json: data,
-      text: data.scheduled ? `redelivery of ${jobId} scheduled` : 'nothing to redeliver',
-    };
-  }
-  throw new UsageError(group === undefined ? 'missing command' : `unknown command: ${command}`);
+  return program;
 }
 
-try {
-  const json = process.argv.includes('--json');
-  const output = await run(process.argv.slice(2));
-  process.stdout.write(
-    `${json && output.json !== undefined ? JSON.stringify(output.json) : output.text}\n`,
-  );
-} catch (error) {
-  if (
-    error instanceof UsageError ||
-    (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
-  ) {
-    process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
-    process.exit(2);
+/** Runs the command line; the process's exit code. */
+async function main(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const print = (output: Output) =>
+    process.stdout.write(
+      `${json && output.json !== undefined ? JSON.stringify(output.json) : output.text}\n`,
+    );
+  try {
+    await adminProgram(print).parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.helpDisplayed') return 0;
+    if (error instanceof UsageError || error instanceof CommanderError) {
+      const message =
+        error instanceof CommanderError && error.code === 'commander.help'
+          ? 'missing command'
+          : error.message.replace(/^error: /, '');
+      process.stderr.write(`error: ${message}\n${USAGE}\n`);
+      return 2;
+    }
+    // AdminApiError or anything unexpected: the message, never a stack.
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`error: ${message}\n`);
+    return 1;
   }
-  process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
 }
+
+process.exitCode = await main(process.argv.slice(2));

@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
-import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
 import { photo } from '../../test/support/media';
 import { toolPath } from '../infra/provision';

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { creditCost, type Pipeline } from '@tamp/proto';
-import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { photo } from '../../test/support/media';
 import { type ApiClient, uploadBytes } from '../bench/bench-stack';
 

@@ -34,7 +34,7 @@ import {
   type EncoderMemoryClass,
   encoderMemoryClass,
 } from '../../services/worker-image/src/domain/memory-model';
-import { ImageFixtures } from '../../services/worker-image/src/testing/fixtures';
+import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 
 const run = promisify(execFile);
 

@@ -21,8 +21,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
-import { ImageFixtures } from '../../services/worker-image/src/testing/fixtures';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
+import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 import { type ApiClient, uploadBytes } from '../bench/bench-stack';
 
 // ---------------------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ import {
   generateSpeechFixture,
   probeDurationSec,
   type SpeechFixture,
-} from '../../services/worker-audio/src/testing/speech-fixture';
-import { ImageFixtures } from '../../services/worker-image/src/testing/fixtures';
+} from '../../services/worker-audio/test/support/speech-fixture';
+import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 import { countTokens } from '../../services/worker-text/src/domain/tokens';
-import { buildPdf } from '../../services/worker-text/src/testing/pdf-fixture';
+import { buildPdf } from '../../services/worker-text/test/support/pdf-fixture';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 
 /**

@@ -7,7 +7,7 @@ import { type Db, MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectNats, type NatsConnection, ObjectStore } from '../../services/kit/src';
-import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { speechWav } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 

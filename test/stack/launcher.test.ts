@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { uploadBytes } from '../../scripts/bench/bench-stack';
 import { freePort } from '../../scripts/infra/launcher';
 import { PROJECT_ROOT } from '../../scripts/infra/provision';
-import { generateLongWav } from '../../services/worker-audio/src/testing/speech-fixture';
+import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 
 interface StackFile {
   publicUrl: string;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
-import { ImageFixtures } from '../../services/worker-image/src/testing/fixtures';
+import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 
 const execFile = promisify(execFileCallback);
 

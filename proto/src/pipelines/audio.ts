@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import {
   defineOperation,
+  encodedPipeline,
   operationSchema,
-  type PipelineDefinition,
   type PresetDefinition,
-  placeEncodeLast,
+  preset,
 } from './definition';
 
 export const audioTrimSilence = defineOperation({
@@ -92,86 +92,63 @@ export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;
 export const AUDIO_PRESET_NAMES = ['chill', 'medium', 'aggressive', 'podcast', 'lecture'] as const;
 export type AudioPresetName = (typeof AUDIO_PRESET_NAMES)[number];
 
+const trimSilence = (aggressiveness: number) => ({
+  type: 'trim-silence',
+  params: { aggressiveness },
+});
+const normalize = (targetLevel: number) => ({ type: 'normalize', params: { targetLevel } });
+const compress = (ratio: number) => ({ type: 'compress', params: { ratio } });
+const speedup = (rate: number) => ({ type: 'speedup', params: { rate } });
 const opus = (bitrate: number) => ({ type: 'encode', params: { format: 'opus', bitrate } });
+/** Audio is never processed inline. */
+const queued = (
+  name: AudioPresetName,
+  description: string,
+  operations: PresetDefinition<AudioPresetName>['operations'],
+) => preset(name, description, operations, true);
 
 const audioPresets: PresetDefinition<AudioPresetName>[] = [
-  {
-    name: 'chill',
-    description: 'Light silence trim, loudness to -16 LUFS, Opus 32 kbps',
-    operations: [
-      { type: 'trim-silence', params: { aggressiveness: 0.2 } },
-      { type: 'normalize', params: { targetLevel: -16 } },
-      opus(32),
-    ],
-    alwaysQueued: true,
-  },
-  {
-    name: 'medium',
-    description: 'Silence trim, loudness to -14 LUFS, 3:1 compression, Opus 24 kbps',
-    operations: [
-      { type: 'trim-silence', params: { aggressiveness: 0.5 } },
-      { type: 'normalize', params: { targetLevel: -14 } },
-      { type: 'compress', params: { ratio: 3 } },
-      opus(24),
-    ],
-    alwaysQueued: true,
-  },
-  {
-    name: 'aggressive',
-    description:
-      'Hard silence trim, 1.75× speed, loudness to -10 LUFS, 8:1 compression, Opus 12 kbps',
-    operations: [
-      { type: 'trim-silence', params: { aggressiveness: 0.8 } },
-      { type: 'speedup', params: { rate: 1.75 } },
-      { type: 'normalize', params: { targetLevel: -10 } },
-      { type: 'compress', params: { ratio: 8 } },
-      opus(12),
-    ],
-    alwaysQueued: true,
-  },
-  {
-    name: 'podcast',
-    description: 'Silence trim, loudness to -16 LUFS, 4:1 compression, Opus 24 kbps',
-    operations: [
-      { type: 'trim-silence', params: { aggressiveness: 0.6 } },
-      { type: 'normalize', params: { targetLevel: -16 } },
-      { type: 'compress', params: { ratio: 4 } },
-      opus(24),
-    ],
-    alwaysQueued: true,
-  },
-  {
-    name: 'lecture',
-    description: 'Silence trim, 1.5× speed, loudness to -14 LUFS, Opus 16 kbps',
-    operations: [
-      { type: 'trim-silence', params: { aggressiveness: 0.4 } },
-      { type: 'speedup', params: { rate: 1.5 } },
-      { type: 'normalize', params: { targetLevel: -14 } },
-      opus(16),
-    ],
-    alwaysQueued: true,
-  },
+  queued('chill', 'Light silence trim, loudness to -16 LUFS, Opus 32 kbps', [
+    trimSilence(0.2),
+    normalize(-16),
+    opus(32),
+  ]),
+  queued('medium', 'Silence trim, loudness to -14 LUFS, 3:1 compression, Opus 24 kbps', [
+    trimSilence(0.5),
+    normalize(-14),
+    compress(3),
+    opus(24),
+  ]),
+  queued(
+    'aggressive',
+    'Hard silence trim, 1.75× speed, loudness to -10 LUFS, 8:1 compression, Opus 12 kbps',
+    [trimSilence(0.8), speedup(1.75), normalize(-10), compress(8), opus(12)],
+  ),
+  queued('podcast', 'Silence trim, loudness to -16 LUFS, 4:1 compression, Opus 24 kbps', [
+    trimSilence(0.6),
+    normalize(-16),
+    compress(4),
+    opus(24),
+  ]),
+  queued('lecture', 'Silence trim, 1.5× speed, loudness to -14 LUFS, Opus 16 kbps', [
+    trimSilence(0.4),
+    speedup(1.5),
+    normalize(-14),
+    opus(16),
+  ]),
 ];
 
-export const DEFAULT_AUDIO_ENCODE: AudioEncodeOperation = audioOperationSchema.parse({
-  type: 'encode',
-}) as AudioEncodeOperation;
-
-export function audioEncodeOf(chain: readonly AudioOperation[]): AudioEncodeOperation {
-  const encode = chain.at(-1);
-  if (encode?.type !== 'encode') throw new Error('an audio chain always ends with encode');
-  return encode;
-}
-
-export const audioPipeline: PipelineDefinition<AudioOperation, AudioPresetName> = {
-  pipeline: 'audio',
-  operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
-  operationSchema: audioOperationSchema,
-  presets: audioPresets,
-  presetNames: AUDIO_PRESET_NAMES,
-  finalizeChain: (operations) => placeEncodeLast(operations, DEFAULT_AUDIO_ENCODE),
-  describeOutput: (chain) => {
-    const { format, bitrate, channels } = audioEncodeOf(chain).params;
-    return { format, bitrate, channels, extension: AUDIO_EXTENSIONS[format] };
+export const audioPipeline = encodedPipeline<AudioOperation, AudioPresetName>(
+  {
+    pipeline: 'audio',
+    operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
+    operationSchema: audioOperationSchema,
+    presets: audioPresets,
+    presetNames: AUDIO_PRESET_NAMES,
   },
-};
+  // { format, bitrate, channels, extension }
+  ({ params }) => ({ ...params, extension: AUDIO_EXTENSIONS[params.format] }),
+);
+
+export const DEFAULT_AUDIO_ENCODE: AudioEncodeOperation = audioPipeline.defaultEncode;
+export const audioEncodeOf = audioPipeline.encodeOf;

@@ -22,6 +22,16 @@ export interface PresetDefinition<Name extends string> {
   alwaysQueued: boolean;
 }
 
+/** A preset as the spec's table lists it; `alwaysQueued` when it can never take the inline path. */
+export function preset<Name extends string>(
+  name: Name,
+  description: string,
+  operations: PresetDefinition<Name>['operations'],
+  alwaysQueued = false,
+): PresetDefinition<Name> {
+  return { name, description, operations, alwaysQueued };
+}
+
 export function defineOperation<Type extends string, Params extends z.ZodType>(
   definition: OperationDefinition<Type, Params>,
 ): OperationDefinition<Type, Params> {
@@ -74,7 +84,7 @@ interface JsonSchemaProperty {
   enum?: unknown[];
 }
 
-/** The `/operations` shape (docs/decisions.md#pipelines), read off the zod schema so it cannot drift. */
+/** The `/operations` shape (docs/decisions.md#jobs), read off the zod schema so it cannot drift. */
 export function describeOperation(definition: OperationDefinition<string, z.ZodType>): {
   type: string;
   description: string;
@@ -126,7 +136,7 @@ export function expandPreset<Operation extends { type: string; params: unknown }
   return definition.finalizeChain(operations);
 }
 
-/** The `/presets` shape (docs/decisions.md#pipelines). */
+/** The `/presets` shape (docs/decisions.md#jobs). */
 export function describePresets<Operation extends { type: string; params: unknown }>(
   definition: PipelineDefinition<Operation, string>,
 ) {
@@ -148,4 +158,45 @@ export function describeOperations(
   definition: PipelineDefinition<{ type: string; params: unknown }, string>,
 ) {
   return { operations: definition.operations.map(describeOperation) };
+}
+
+type EncodeOf<Operation> = Extract<Operation, { type: 'encode' }>;
+
+/** A pipeline whose chain always ends with one encode (audio, image), and that encode's rules. */
+export interface EncodedPipelineDefinition<
+  Operation extends { type: string; params: unknown },
+  PresetName extends string,
+> extends PipelineDefinition<Operation, PresetName> {
+  /** The encode appended to a chain that has none: the encode operation's defaults. */
+  defaultEncode: EncodeOf<Operation>;
+  /** The encode that ends a resolved chain. */
+  encodeOf(chain: readonly Operation[]): EncodeOf<Operation>;
+}
+
+/**
+ * Completes an audio or image definition with the spec's encode rule (placeEncodeLast, with the
+ * encode's defaults when a chain has none) and an output described by its encode.
+ */
+export function encodedPipeline<
+  Operation extends { type: string; params: unknown },
+  PresetName extends string,
+>(
+  definition: Omit<PipelineDefinition<Operation, PresetName>, 'finalizeChain' | 'describeOutput'>,
+  describeEncode: (encode: EncodeOf<Operation>) => Record<string, unknown>,
+): EncodedPipelineDefinition<Operation, PresetName> {
+  const defaultEncode = definition.operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
+  const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
+    const encode = chain.at(-1);
+    if (encode?.type !== 'encode') {
+      throw new Error(`an ${definition.pipeline} chain always ends with encode`);
+    }
+    return encode as EncodeOf<Operation>;
+  };
+  return {
+    ...definition,
+    defaultEncode,
+    encodeOf,
+    finalizeChain: (operations) => placeEncodeLast(operations, defaultEncode as Operation),
+    describeOutput: (chain) => describeEncode(encodeOf(chain)),
+  };
 }

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import {
   defineOperation,
+  encodedPipeline,
   operationSchema,
-  type PipelineDefinition,
   type PresetDefinition,
-  placeEncodeLast,
+  preset,
 } from './definition';
 
 const dimension = z.number().int().min(16).max(8192);
@@ -67,61 +67,46 @@ export type ImageEncodeOperation = Extract<ImageOperation, { type: 'encode' }>;
 export const IMAGE_PRESET_NAMES = ['chill', 'medium', 'aggressive', 'thumbnail'] as const;
 export type ImagePresetName = (typeof IMAGE_PRESET_NAMES)[number];
 
+const fitInside = (size: number) => ({
+  type: 'resize',
+  params: { width: size, height: size, fit: 'inside' },
+});
+
 const imagePresets: PresetDefinition<ImagePresetName>[] = [
-  {
-    name: 'chill',
-    description: 'WebP at quality 85, original dimensions',
-    operations: [{ type: 'encode', params: { quality: 85 } }],
-    alwaysQueued: false,
-  },
-  {
-    name: 'medium',
-    description: 'Fit inside 2560 px, WebP at quality 80',
-    operations: [
-      { type: 'resize', params: { width: 2560, height: 2560, fit: 'inside' } },
-      { type: 'encode', params: { quality: 80 } },
-    ],
-    alwaysQueued: false,
-  },
-  {
-    name: 'aggressive',
-    description: 'Fit inside 2048 px, AVIF at quality 50, effort 2; always queued',
-    operations: [
-      { type: 'resize', params: { width: 2048, height: 2048, fit: 'inside' } },
-      { type: 'encode', params: { format: 'avif', quality: 50, effort: 2 } },
-    ],
-    alwaysQueued: true,
-  },
-  {
-    name: 'thumbnail',
-    description: '512×512 cover crop towards the most interesting region, WebP at quality 75',
-    operations: [
+  preset('chill', 'WebP at quality 85, original dimensions', [
+    { type: 'encode', params: { quality: 85 } },
+  ]),
+  preset('medium', 'Fit inside 2560 px, WebP at quality 80', [
+    fitInside(2560),
+    { type: 'encode', params: { quality: 80 } },
+  ]),
+  preset(
+    'aggressive',
+    'Fit inside 2048 px, AVIF at quality 50, effort 2; always queued',
+    [fitInside(2048), { type: 'encode', params: { format: 'avif', quality: 50, effort: 2 } }],
+    true,
+  ),
+  preset(
+    'thumbnail',
+    '512×512 cover crop towards the most interesting region, WebP at quality 75',
+    [
       { type: 'resize', params: { width: 512, height: 512, fit: 'cover', position: 'attention' } },
       { type: 'encode', params: { quality: 75 } },
     ],
-    alwaysQueued: false,
-  },
+  ),
 ];
 
-export const DEFAULT_IMAGE_ENCODE: ImageEncodeOperation = imageOperationSchema.parse({
-  type: 'encode',
-}) as ImageEncodeOperation;
-
-export function imageEncodeOf(chain: readonly ImageOperation[]): ImageEncodeOperation {
-  const encode = chain.at(-1);
-  if (encode?.type !== 'encode') throw new Error('an image chain always ends with encode');
-  return encode;
-}
-
-export const imagePipeline: PipelineDefinition<ImageOperation, ImagePresetName> = {
-  pipeline: 'image',
-  operations: [imageResize, imageEncode],
-  operationSchema: imageOperationSchema,
-  presets: imagePresets,
-  presetNames: IMAGE_PRESET_NAMES,
-  finalizeChain: (operations) => placeEncodeLast(operations, DEFAULT_IMAGE_ENCODE),
-  describeOutput: (chain) => {
-    const { format, quality, effort } = imageEncodeOf(chain).params;
-    return { format, quality, effort, extension: IMAGE_EXTENSIONS[format] };
+export const imagePipeline = encodedPipeline<ImageOperation, ImagePresetName>(
+  {
+    pipeline: 'image',
+    operations: [imageResize, imageEncode],
+    operationSchema: imageOperationSchema,
+    presets: imagePresets,
+    presetNames: IMAGE_PRESET_NAMES,
   },
-};
+  // { format, quality, effort, extension }
+  ({ params }) => ({ ...params, extension: IMAGE_EXTENSIONS[params.format] }),
+);
+
+export const DEFAULT_IMAGE_ENCODE: ImageEncodeOperation = imagePipeline.defaultEncode;
+export const imageEncodeOf = imagePipeline.encodeOf;

@@ -4,6 +4,7 @@ import {
   operationSchema,
   type PipelineDefinition,
   type PresetDefinition,
+  preset,
 } from './definition';
 
 export const textTrim = defineOperation({
@@ -48,25 +49,12 @@ export type TextOperation = z.output<typeof textOperationSchema>;
 export const TEXT_PRESET_NAMES = ['chill', 'medium', 'aggressive'] as const;
 export type TextPresetName = (typeof TEXT_PRESET_NAMES)[number];
 
+const trim = (intensity: number) => ({ type: 'trim', params: { intensity } });
+
 const textPresets: PresetDefinition<TextPresetName>[] = [
-  {
-    name: 'chill',
-    description: 'Light whitespace cleanup',
-    operations: [{ type: 'trim', params: { intensity: 30 } }],
-    alwaysQueued: false,
-  },
-  {
-    name: 'medium',
-    description: 'Whitespace, punctuation and unicode normalization',
-    operations: [{ type: 'trim', params: { intensity: 70 } }],
-    alwaysQueued: false,
-  },
-  {
-    name: 'aggressive',
-    description: 'Strong cleanup plus JSON to TOON',
-    operations: [{ type: 'trim', params: { intensity: 80 } }, { type: 'json-to-toon' }],
-    alwaysQueued: false,
-  },
+  preset('chill', 'Light whitespace cleanup', [trim(30)]),
+  preset('medium', 'Whitespace, punctuation and unicode normalization', [trim(70)]),
+  preset('aggressive', 'Strong cleanup plus JSON to TOON', [trim(80), { type: 'json-to-toon' }]),
 ];
 
 export const textPipeline: PipelineDefinition<TextOperation, TextPresetName> = {

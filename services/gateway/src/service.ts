@@ -11,7 +11,9 @@ import type { Logger } from 'pino';
 import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
 import { JobWaiters } from './adapters/job-waiters';
 import { KvRateLimiter } from './adapters/rate-limiter';
-import { buildAdminApp, buildPublicApp } from './app';
+import { buildAdminApp, buildPublicApp } from './api/app';
+import { JobReads } from './application/job-reads';
+import { JobSubmissions } from './application/job-submission';
 
 export interface GatewayDependencies {
   logger: Logger;
@@ -55,14 +57,17 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
   const publicApp = await buildPublicApp({
     logger,
     httpMetrics: requests,
-    jobsCreated: metrics && jobCreationMetrics(metrics),
     rpc,
-    objectStore,
-    waiters,
+    jobReads: new JobReads(rpc, waiters),
+    jobSubmissions: new JobSubmissions({
+      rpc,
+      objectStore,
+      budgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
+      maxConcurrent: dependencies.maxConcurrentCreations ?? 256,
+      jobsCreated: metrics && jobCreationMetrics(metrics),
+    }),
     authenticator,
     limiter,
-    createJobBudgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
-    maxConcurrentCreations: dependencies.maxConcurrentCreations ?? 256,
   });
   // Long-polls answer at once when the server starts closing, instead of holding shutdown.
   publicApp.addHook('preClose', async () => waiters.wakeAll());

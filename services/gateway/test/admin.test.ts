@@ -51,7 +51,7 @@ describe('admin API', () => {
   });
 
   it('refuses everything when ADMIN_TOKEN is unset', async () => {
-    const { buildAdminApp } = await import('../src/app');
+    const { buildAdminApp } = await import('../src/api/app');
     const app = await buildAdminApp({
       logger: harness.logger,
       // Never reached: the token check refuses first.

@@ -1,7 +1,7 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
 import { createFfmpegRunner } from './adapters/ffmpeg-runner';
+import { createAudioJobProcessor } from './application/audio-job';
 import type { Config } from './config';
-import { createAudioJobProcessor } from './job/audio-job';
 
 export interface AudioWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &

@@ -1,9 +1,9 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
 import { Gauge, type Registry } from 'prom-client';
 import { configureSharp } from './adapters/sharp-runtime';
+import { createImageJobProcessor } from './application/image-job';
 import type { Config } from './config';
 import { MemoryBudget } from './domain/memory-budget';
-import { createImageJobProcessor } from './job/image-job';
 
 export interface ImageWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &

@@ -1,7 +1,7 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
 import { startTextPipelinePool } from './adapters/text-pipeline-pool';
+import { createTextJobProcessor } from './application/text-job';
 import { type Config, textPipelineThreads } from './config';
-import { createTextJobProcessor } from './job/text-job';
 
 export interface TextWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &

@@ -13,32 +13,31 @@ type CacheEntry = { account: AuthenticatedAccount } | { rejected: ServiceError }
 /**
  * Verifies API keys with billing and caches the answer (positive and negative) for a short TTL,
  * keyed by the key's SHA-256 so full keys are not kept in memory longer than a request.
- * UNAVAILABLE is never cached.
+ * Concurrent requests with one key share one lookup (the cache's fetch); UNAVAILABLE is never
+ * cached (a rejected fetch leaves nothing behind).
  */
 export class Authenticator {
-  private readonly cache: LRUCache<string, CacheEntry>;
-  private readonly inFlight = new Map<string, Promise<CacheEntry>>();
+  private readonly cache: LRUCache<string, CacheEntry, string>;
 
   constructor(
     private readonly rpc: Rpc,
     options: { ttlMs?: number; maxEntries?: number } = {},
   ) {
     const ttl = Math.min(options.ttlMs ?? MAX_AUTH_CACHE_TTL_MS, MAX_AUTH_CACHE_TTL_MS);
-    this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl, ttlAutopurge: false });
+    this.cache = new LRUCache({
+      max: options.maxEntries ?? 10_000,
+      ttl,
+      ttlAutopurge: false,
+      // An evicted entry's lookup still answers the requests waiting for it.
+      ignoreFetchAbort: true,
+      fetchMethod: (_cacheKey, _stale, { context: apiKey }) => this.lookup(apiKey),
+    });
   }
 
   async authenticate(apiKey: string): Promise<AuthenticatedAccount> {
     const cacheKey = createHash('sha256').update(apiKey).digest('hex');
-    let entry = this.cache.get(cacheKey);
-    if (entry === undefined) {
-      let pending = this.inFlight.get(cacheKey);
-      if (pending === undefined) {
-        pending = this.lookup(apiKey).finally(() => this.inFlight.delete(cacheKey));
-        this.inFlight.set(cacheKey, pending);
-      }
-      entry = await pending;
-      this.cache.set(cacheKey, entry);
-    }
+    const entry = await this.cache.fetch(cacheKey, { context: apiKey });
+    if (entry === undefined) throw new ServiceError('UNAVAILABLE', 'Authentication is unavailable');
     if ('rejected' in entry) throw entry.rejected;
     return entry.account;
   }

@@ -1,3 +1,4 @@
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
@@ -116,7 +117,11 @@ interface PendingBatch {
   flushing: boolean;
 }
 
+/** Another update won the compare-and-set (the key's last sequence moved on). */
 function isConflict(error: unknown): boolean {
-  const message = error instanceof Error ? error.message : String(error);
-  return /wrong last sequence|key exists|10071/i.test(message);
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
 }

@@ -38,23 +38,22 @@ function common(
   };
 }
 
-/** POST /v1/audio → createJob: the resolved chain (preset expanded, encode last). */
-export function audioCreateJob(body: AudioJobBody, context: CreateJobContext): CreateJobRequest {
+/**
+ * POST /v1/audio|image → createJob: the uploaded file and the resolved chain (preset expanded,
+ * encode last).
+ */
+export function uploadCreateJob<P extends 'audio' | 'image'>(
+  pipeline: P,
+  uploadId: string,
+  body: P extends 'audio' ? AudioJobBody : ImageJobBody,
+  context: CreateJobContext,
+): CreateJobRequest {
   return {
-    ...common('audio', body, context),
-    pipeline: 'audio',
-    source: { kind: 'upload', uploadId: body.audioId },
-    operations: resolveChain('audio', body),
-  };
-}
-
-export function imageCreateJob(body: ImageJobBody, context: CreateJobContext): CreateJobRequest {
-  return {
-    ...common('image', body, context),
-    pipeline: 'image',
-    source: { kind: 'upload', uploadId: body.imageId },
-    operations: resolveChain('image', body),
-  };
+    ...common(pipeline, body, context),
+    pipeline,
+    source: { kind: 'upload', uploadId },
+    operations: resolveChain(pipeline as 'audio', body as AudioJobBody),
+  } as CreateJobRequest;
 }
 
 /**

@@ -1,5 +1,6 @@
 export * from './config';
 export * from './inline';
+export * from './job-files';
 export * from './job-worker';
 export * from './metrics';
 export * from './pipeline-worker';

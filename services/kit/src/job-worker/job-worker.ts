@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Rpc } from '../rpc';
 import { type JobOutcomeLabel, jobWorkerMetrics } from './metrics';
-import { QueuedDelivery } from './queued-delivery';
+import { type DeliverySettings, QueuedDelivery } from './queued-delivery';
 import { hostResourceGate, type ResourceGate } from './resource-gate';
 import type { ProcessJob } from './types';
 
@@ -73,141 +73,167 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     typeof options.consumer === 'string'
       ? options.topology.consumers[options.consumer]
       : options.consumer;
-  const logger = options.logger.child({ consumer: definition.durableName });
-  const metrics = jobWorkerMetrics(options.metrics);
-  const gate = options.resourceGate ?? hostResourceGate();
-  const fetchExpiresMs = options.fetchExpiresMs ?? DEFAULT_FETCH_EXPIRES_MS;
-
-  const consumer: Consumer = await jetstream(options.nats).consumers.get(
+  const consumer = await jetstream(options.nats).consumers.get(
     definition.stream,
     definition.durableName,
   );
   // The server's ack wait is the truth (it may differ from the definition until provisioned).
   const info = await consumer.info();
   const ackWaitMs = Math.round((info.config.ack_wait ?? 0) / 1_000_000) || definition.ackWaitMs;
-  const heartbeatIntervalMs =
-    options.heartbeatIntervalMs ?? Math.max(100, Math.floor(ackWaitMs / 3));
+  const worker = new QueuedJobWorker(options, consumer, definition.durableName, ackWaitMs);
+  worker.start();
+  return worker;
+}
 
-  const running = new Set<{ delivery: QueuedDelivery; done: Promise<void> }>();
-  let stopping = false;
-  let wakeLoop: (() => void) | undefined;
-  let stopped: Promise<void> | undefined;
+interface RunningDelivery {
+  delivery: QueuedDelivery;
+  done: Promise<void>;
+}
 
-  const settings = {
-    rpc: options.rpc,
-    processJob: options.processJob,
-    workerName: options.workerName,
-    logger,
-    tempDir: options.tempDir ?? tmpdir(),
-    heartbeatIntervalMs,
-    jobTimeoutMs: options.jobTimeoutMs,
-    record(outcome: JobOutcomeLabel, startedAt?: number) {
-      metrics.processed.inc({ mode: 'queued', outcome });
-      if (startedAt !== undefined) {
-        const seconds = (performance.now() - startedAt) / 1000;
-        metrics.duration.observe({ mode: 'queued', outcome }, seconds);
+class QueuedJobWorker implements JobWorker {
+  private readonly logger: Logger;
+  private readonly metrics: ReturnType<typeof jobWorkerMetrics>;
+  private readonly gate: ResourceGate;
+  private readonly settings: DeliverySettings;
+  private readonly running = new Set<RunningDelivery>();
+  private stopping = false;
+  private wakeLoop: (() => void) | undefined;
+  private looping: Promise<void> = Promise.resolve();
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: JobWorkerOptions,
+    private readonly consumer: Consumer,
+    durableName: string,
+    private readonly ackWaitMs: number,
+  ) {
+    this.logger = options.logger.child({ consumer: durableName });
+    this.metrics = jobWorkerMetrics(options.metrics);
+    this.gate = options.resourceGate ?? hostResourceGate();
+    this.settings = {
+      rpc: options.rpc,
+      processJob: options.processJob,
+      workerName: options.workerName,
+      logger: this.logger,
+      tempDir: options.tempDir ?? tmpdir(),
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(100, Math.floor(ackWaitMs / 3)),
+      jobTimeoutMs: options.jobTimeoutMs,
+      record: (outcome, startedAt) => this.record(outcome, startedAt),
+    };
+  }
+
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  start(): void {
+    this.looping = this.loop();
+    this.logger.info(
+      {
+        concurrency: this.options.concurrency,
+        ackWaitMs: this.ackWaitMs,
+        heartbeatIntervalMs: this.settings.heartbeatIntervalMs,
+      },
+      'job worker started',
+    );
+  }
+
+  stop(stopOptions: { graceMs?: number } = {}): Promise<void> {
+    this.stopped ??= this.shutDown(
+      stopOptions.graceMs ?? this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+    );
+    return this.stopped;
+  }
+
+  private record(outcome: JobOutcomeLabel, startedAt?: number): void {
+    this.metrics.processed.inc({ mode: 'queued', outcome });
+    if (startedAt !== undefined) {
+      const seconds = (performance.now() - startedAt) / 1000;
+      this.metrics.duration.observe({ mode: 'queued', outcome }, seconds);
+    }
+  }
+
+  private async loop(): Promise<void> {
+    const expires = this.options.fetchExpiresMs ?? DEFAULT_FETCH_EXPIRES_MS;
+    while (!this.stopping) {
+      const room = await this.roomForWork();
+      if (room === 0) break;
+      try {
+        const batch = await this.consumer.fetch({ max_messages: room, expires });
+        // Not cut short on stop: the server keeps a pull request open until it expires, and
+        // what it delivers to an abandoned request would sit out its whole lease. So the pull
+        // runs out, and what still arrives is taken (it gets the grace period like the rest).
+        for await (const msg of batch) this.dispatch(msg);
+      } catch (error) {
+        if (this.stopping) break;
+        // NATS down or restarting: the client reconnects by itself; pull again shortly.
+        this.logger.warn({ err: error }, 'pulling jobs failed; retrying');
+        await sleep(1_000);
       }
-    },
-  };
-
-  const dispatch = (msg: JsMsg) => {
-    const delivery = new QueuedDelivery(msg, settings);
-    metrics.inFlight.inc({ mode: 'queued' });
-    const entry = { delivery, done: Promise.resolve() };
-    entry.done = delivery
-      .handle()
-      .catch((error: unknown) => {
-        // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
-        logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');
-        if (!delivery.handedBack) msg.nak(2_000);
-      })
-      .finally(() => {
-        running.delete(entry);
-        metrics.inFlight.dec({ mode: 'queued' });
-        wakeLoop?.();
-      });
-    running.add(entry);
-  };
+    }
+  }
 
   /**
    * How many deliveries to pull: one, once a slot is free and (beyond the first job) the
    * resources allow another; 0 when stopping. One at a time, so each is admitted on its own.
    */
-  const roomForWork = async (): Promise<number> => {
+  private async roomForWork(): Promise<number> {
     for (;;) {
-      if (stopping) return 0;
-      const free = options.concurrency - running.size;
-      if (free > 0) {
-        const blockedBy = running.size === 0 ? null : gate.blockedBy();
+      if (this.stopping) return 0;
+      if (this.running.size < this.options.concurrency) {
+        const blockedBy = this.running.size === 0 ? null : this.gate.blockedBy();
         if (blockedBy === null) return 1;
-        metrics.admissionWaits.inc({ reason: blockedBy });
+        this.metrics.admissionWaits.inc({ reason: blockedBy });
         await sleep(RESOURCE_RECHECK_MS);
         continue;
       }
       await new Promise<void>((resolve) => {
-        wakeLoop = () => {
-          wakeLoop = undefined;
+        this.wakeLoop = () => {
+          this.wakeLoop = undefined;
           resolve();
         };
       });
     }
-  };
+  }
 
-  const loop = async () => {
-    while (!stopping) {
-      const room = await roomForWork();
-      if (room === 0) break;
-      try {
-        const batch = await consumer.fetch({ max_messages: room, expires: fetchExpiresMs });
-        // Not cut short on stop: the server keeps a pull request open until it expires, and
-        // what it delivers to an abandoned request would sit out its whole lease. So the pull
-        // runs out, and what still arrives is taken (it gets the grace period like the rest).
-        for await (const msg of batch) dispatch(msg);
-      } catch (error) {
-        if (stopping) break;
-        // NATS down or restarting: the client reconnects by itself; pull again shortly.
-        logger.warn({ err: error }, 'pulling jobs failed; retrying');
-        await sleep(1_000);
-      }
-    }
-  };
-  const looping = loop();
-  logger.info(
-    { concurrency: options.concurrency, ackWaitMs, heartbeatIntervalMs },
-    'job worker started',
-  );
+  private dispatch(msg: JsMsg): void {
+    const delivery = new QueuedDelivery(msg, this.settings);
+    this.metrics.inFlight.inc({ mode: 'queued' });
+    const entry: RunningDelivery = { delivery, done: Promise.resolve() };
+    entry.done = delivery
+      .handle()
+      .catch((error: unknown) => {
+        // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
+        this.logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');
+        if (!delivery.handedBack) msg.nak(2_000);
+      })
+      .finally(() => {
+        this.running.delete(entry);
+        this.metrics.inFlight.dec({ mode: 'queued' });
+        this.wakeLoop?.();
+      });
+    this.running.add(entry);
+  }
 
-  const stop = async (graceMs: number) => {
+  private async shutDown(graceMs: number): Promise<void> {
     const deadline = Date.now() + graceMs;
-    stopping = true;
-    wakeLoop?.();
+    this.stopping = true;
+    this.wakeLoop?.();
     // The open pull (if any) ends within fetchExpiresMs; only then is nothing more on its way
     // to this worker, so a job handed back afterwards goes to another worker.
-    await looping;
+    await this.looping;
     const remaining = deadline - Date.now();
-    if (running.size > 0 && remaining > 0) {
-      logger.info({ inFlight: running.size, graceMs }, 'waiting for running jobs');
-      await Promise.race([
-        Promise.allSettled([...running].map((entry) => entry.done)),
-        sleep(remaining),
-      ]);
+    if (this.running.size > 0 && remaining > 0) {
+      this.logger.info({ inFlight: this.running.size, graceMs }, 'waiting for running jobs');
+      await Promise.race([this.allDone(), sleep(remaining)]);
     }
-    await Promise.all([...running].map((entry) => entry.delivery.handBack()));
+    await Promise.all([...this.running].map((entry) => entry.delivery.handBack()));
     // Give aborted runners a moment to remove their temp files; never wait on them for long.
-    await Promise.race([
-      Promise.allSettled([...running].map((entry) => entry.done)),
-      sleep(2_000, undefined, { ref: false }),
-    ]);
-    logger.info('job worker stopped');
-  };
+    await Promise.race([this.allDone(), sleep(2_000, undefined, { ref: false })]);
+    this.logger.info('job worker stopped');
+  }
 
-  return {
-    stop(stopOptions = {}) {
-      stopped ??= stop(stopOptions.graceMs ?? options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
-      return stopped;
-    },
-    get inFlight() {
-      return running.size;
-    },
-  };
+  private allDone(): Promise<unknown> {
+    return Promise.allSettled([...this.running].map((entry) => entry.done));
+  }
 }

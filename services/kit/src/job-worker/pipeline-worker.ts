@@ -12,7 +12,7 @@ import type { jobWorkerEnv } from './config';
 import { serveInlineWork } from './inline';
 import { startJobWorker } from './job-worker';
 import { hostResourceGate, type ResourceGate } from './resource-gate';
-import type { ProcessJob } from './types';
+import { PermanentJobError, type ProcessJob, type WorkOf } from './types';
 
 type JobWorkerEnv = z.output<z.ZodObject<ReturnType<typeof jobWorkerEnv>>>;
 
@@ -33,15 +33,16 @@ const INLINE_PIPELINES: ReadonlySet<Pipeline> = new Set(['image', 'text']);
  * Runs one pipeline's work with one `processJob`: queued jobs from its JOBS consumer and, for
  * image and text, inline requests on `work.<pipeline>.inline`.
  */
-export async function startPipelineWorker(
+export async function startPipelineWorker<P extends Pipeline>(
   dependencies: PipelineWorkerDependencies & {
-    pipeline: Pipeline;
-    processJob: ProcessJob;
+    pipeline: P;
+    /** Gets only this pipeline's work: another pipeline's job fails for good before it. */
+    processJob: ProcessJob<P>;
     /** The pipeline's own limit on top of the host's (see startJobWorker). */
     resourceGate?: ResourceGate;
   },
 ): Promise<{ stop(): Promise<void> }> {
-  const { config, pipeline, processJob } = dependencies;
+  const { config, pipeline } = dependencies;
   const host = hostResourceGate();
   const own = dependencies.resourceGate;
   const resourceGate: ResourceGate = {
@@ -49,7 +50,7 @@ export async function startPipelineWorker(
   };
   const service = WORKER_SERVICES[pipeline];
   const shared = {
-    processJob,
+    processJob: onlyPipeline(pipeline, dependencies.processJob),
     logger: dependencies.logger,
     metrics: dependencies.metrics,
     tempDir: config.WORKER_TEMP_DIR,
@@ -79,6 +80,15 @@ export async function startPipelineWorker(
     async stop() {
       await Promise.all([queued.stop(), inline?.stop()]);
     },
+  };
+}
+
+function onlyPipeline<P extends Pipeline>(pipeline: P, processJob: ProcessJob<P>): ProcessJob {
+  return async (work, context) => {
+    if (work.pipeline !== pipeline) {
+      throw new PermanentJobError(`The ${pipeline} worker cannot run a ${work.pipeline} job`);
+    }
+    return processJob(work as WorkOf<P>, context);
   };
 }
 

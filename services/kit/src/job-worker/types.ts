@@ -1,4 +1,4 @@
-import type { JobMetrics, JobWorkMessage, UsageDimensions } from '@tamp/proto';
+import type { JobMetrics, JobWorkMessage, Pipeline, UsageDimensions } from '@tamp/proto';
 import type { Logger } from 'pino';
 
 /** What a pipeline runner gets besides the work itself. */
@@ -27,7 +27,14 @@ export interface JobOutcome {
   usage: UsageDimensions;
 }
 
-export type ProcessJob = (work: JobWorkMessage, context: JobContext) => Promise<JobOutcome>;
+/** The work message of one pipeline. */
+export type WorkOf<P extends Pipeline> = Extract<JobWorkMessage, { pipeline: P }>;
+
+/** One pipeline's processing (`ProcessJob` alone: any pipeline's work). */
+export type ProcessJob<P extends Pipeline = Pipeline> = (
+  work: WorkOf<P>,
+  context: JobContext,
+) => Promise<JobOutcome>;
 
 /**
  * A failure that no retry can fix (invalid input, image too large…). The processing cores

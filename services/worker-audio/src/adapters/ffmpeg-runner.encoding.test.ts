@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { op, SPEC_PRESET_CHAINS } from '../testing/operation-builders';
-import { generateSpeechFixture, type SpeechFixture } from '../testing/speech-fixture';
+import { op, SPEC_PRESET_CHAINS } from '../../test/support/operation-builders';
+import { generateSpeechFixture, type SpeechFixture } from '../../test/support/speech-fixture';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
 /** Output formats, bitrates and channel counts, and every spec preset end to end. */

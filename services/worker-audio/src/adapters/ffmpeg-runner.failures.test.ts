@@ -3,14 +3,14 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { op } from '../testing/operation-builders';
-import { generateSpeechFixture, type SpeechFixture } from '../testing/speech-fixture';
+import { op } from '../../test/support/operation-builders';
+import { generateSpeechFixture, type SpeechFixture } from '../../test/support/speech-fixture';
 import {
   AudioTooLongError,
   InvalidAudioInputError,
   ProcessingAbortedError,
   ToolNotFoundError,
-} from './audio-processing-errors';
+} from '../domain/errors';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
 /** Inputs and situations that must fail, and fail with an error the job runner can use. */

@@ -1,14 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { AudioOperation } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResolvedAudioOperation } from '../domain/audio-operations';
-import { op } from '../testing/operation-builders';
+import { op } from '../../test/support/operation-builders';
 import {
   DEFAULT_SENTENCES,
   generateSpeechFixture,
   type SpeechFixture,
-} from '../testing/speech-fixture';
+} from '../../test/support/speech-fixture';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
 /** Each processing operation, measured on real speech with real ffmpeg. */
@@ -51,7 +51,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function run(input: SpeechFixture, operations: ResolvedAudioOperation[]) {
+async function run(input: SpeechFixture, operations: AudioOperation[]) {
   outputs += 1;
   const outputPath = join(dir, `out-${outputs}`);
   const result = await runner.processAudio({

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ResolvedAudioOperation } from '../domain/audio-operations';
+import type { AudioOperation } from '@tamp/proto';
+import {
+  AudioProcessingError,
+  AudioTooLongError,
+  InvalidAudioInputError,
+  MeasurementFailedError,
+  MeasurementParseError,
+  ToolFailedError,
+} from '../domain/errors';
 import {
   asFileUrl,
   buildProcessingPlan,
@@ -15,16 +23,8 @@ import {
   ebur128SummaryCollector,
   type LineCollector,
   type Measurement,
-  MeasurementParseError,
   parseProbeOutput,
 } from '../domain/measurement-parsers';
-import {
-  AudioProcessingError,
-  AudioTooLongError,
-  InvalidAudioInputError,
-  MeasurementFailedError,
-  ToolFailedError,
-} from './audio-processing-errors';
 import { runTool } from './tool-process';
 
 export interface FfmpegRunnerOptions {
@@ -67,7 +67,7 @@ export interface ProcessAudioRequest {
   inputPath: string;
   outputPath: string;
   /** Resolved chain: processing operations in order, exactly one encode last. */
-  operations: readonly ResolvedAudioOperation[];
+  operations: readonly AudioOperation[];
   /** Scratch directory for the partial output and long filter scripts; created if missing. */
   workDir: string;
   signal?: AbortSignal;

@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ProcessingAbortedError,
-  ToolFailedError,
-  ToolNotFoundError,
-} from './audio-processing-errors';
+import { ProcessingAbortedError, ToolFailedError, ToolNotFoundError } from '../domain/errors';
 import { runTool } from './tool-process';
 
 const ffmpeg = process.env.FFMPEG_PATH ?? 'ffmpeg';

@@ -1,9 +1,5 @@
 import { spawn } from 'node:child_process';
-import {
-  ProcessingAbortedError,
-  ToolFailedError,
-  ToolNotFoundError,
-} from './audio-processing-errors';
+import { ProcessingAbortedError, ToolFailedError, ToolNotFoundError } from '../domain/errors';
 import { BoundedTextTail } from './bounded-text-tail';
 
 /** Lines longer than this are cut; ffmpeg's own lines are far shorter. */

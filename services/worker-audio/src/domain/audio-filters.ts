@@ -1,9 +1,10 @@
-import type {
-  CompressOperation,
-  NormalizeOperation,
-  SpeedupOperation,
-  TrimSilenceOperation,
-} from './audio-operations';
+import type { AudioOperationOf } from './audio-operations';
+
+type TrimSilenceOperation = AudioOperationOf<'trim-silence'>;
+type NormalizeOperation = AudioOperationOf<'normalize'>;
+type CompressOperation = AudioOperationOf<'compress'>;
+type SpeedupOperation = AudioOperationOf<'speedup'>;
+
 import type { EncoderSettings } from './encoder-settings';
 import type { LoudnessSummary, SilenceMap } from './measurement-parsers';
 import {

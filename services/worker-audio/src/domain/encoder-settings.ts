@@ -1,7 +1,7 @@
-import type { AudioOutputFormat, EncodeOperation } from './audio-operations';
+import type { AudioEncodeOperation, AudioFormat } from '@tamp/proto';
 
 export interface EncoderSettings {
-  format: AudioOutputFormat;
+  format: AudioFormat;
   /** File extension of the output, without the dot. */
   extension: 'ogg' | 'mp3';
   codec: 'libopus' | 'libmp3lame';
@@ -30,7 +30,7 @@ export function mp3SampleRate(bitrateKbps: number, channels: 1 | 2): number {
   return 44_100;
 }
 
-export function encoderSettings(encode: EncodeOperation): EncoderSettings {
+export function encoderSettings(encode: AudioEncodeOperation): EncoderSettings {
   const channels = encode.params.channels === 2 ? 2 : 1;
   const bitrateKbps = Math.round(encode.params.bitrate);
   if (encode.params.format === 'mp3') {

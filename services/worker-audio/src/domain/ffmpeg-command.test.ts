@@ -1,7 +1,8 @@
+import type { AudioOperation } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { atempoStages, compressorFilter, LIMITER_CEILING_DB } from './audio-filters';
-import { InvalidOperationChainError, type ResolvedAudioOperation } from './audio-operations';
 import { mp3SampleRate } from './encoder-settings';
+import { InvalidOperationChainError } from './errors';
 import {
   buildProcessingPlan,
   type MeasurementMap,
@@ -11,12 +12,12 @@ import {
 import type { LoudnessSummary, Measurement } from './measurement-parsers';
 
 const encode = (
-  params: Partial<Extract<ResolvedAudioOperation, { type: 'encode' }>['params']> = {},
-): ResolvedAudioOperation => ({
+  params: Partial<Extract<AudioOperation, { type: 'encode' }>['params']> = {},
+): AudioOperation => ({
   type: 'encode',
   params: { format: 'opus', bitrate: 24, channels: 1, ...params },
 });
-const normalize = (targetLevel: number, peakNormalize = false): ResolvedAudioOperation => ({
+const normalize = (targetLevel: number, peakNormalize = false): AudioOperation => ({
   type: 'normalize',
   params: { targetLevel, peakNormalize },
 });
@@ -27,11 +28,11 @@ const level = (integratedLufs: number | null, peakDb: number | null): LoudnessSu
   peakDb,
 });
 
-function measureSteps(chain: ResolvedAudioOperation[]): MeasureStep[] {
+function measureSteps(chain: AudioOperation[]): MeasureStep[] {
   return buildProcessingPlan(chain).steps.filter((s): s is MeasureStep => s.kind === 'measure');
 }
 
-function encodeArgs(chain: ResolvedAudioOperation[], measurements: MeasurementMap = new Map()) {
+function encodeArgs(chain: AudioOperation[], measurements: MeasurementMap = new Map()) {
   const encodeStep = buildProcessingPlan(chain).steps.at(-1)!;
   return renderFfmpegArgs(encodeStep.invocation(measurements), {
     inputPath: '/in/a.wav',
@@ -122,7 +123,7 @@ describe('compress', () => {
 });
 
 describe('trim-silence plan', () => {
-  const chain: ResolvedAudioOperation[] = [
+  const chain: AudioOperation[] = [
     { type: 'trim-silence', params: { aggressiveness: 1, minSilenceDuration: 1000 } },
     encode(),
   ];

@@ -1,3 +1,4 @@
+import type { AudioOperation } from '@tamp/proto';
 import {
   compressorFilter,
   LOUDNESS_TOLERANCE_LU,
@@ -11,11 +12,13 @@ import {
   speedupFilter,
 } from './audio-filters';
 import {
-  type NormalizeOperation,
+  type AudioOperationOf,
   type ProcessingOperation,
-  type ResolvedAudioOperation,
   validateResolvedChain,
 } from './audio-operations';
+
+type NormalizeOperation = AudioOperationOf<'normalize'>;
+
 import { type EncoderSettings, encoderSettings } from './encoder-settings';
 import {
   ebur128SummaryCollector,
@@ -156,7 +159,7 @@ export function compressorMakeupTargets(
   });
 }
 
-export function buildProcessingPlan(chain: readonly ResolvedAudioOperation[]): AudioProcessingPlan {
+export function buildProcessingPlan(chain: readonly AudioOperation[]): AudioProcessingPlan {
   const { processing, encode } = validateResolvedChain(chain);
   const output = encoderSettings(encode);
   const makeupTargets = compressorMakeupTargets(processing);

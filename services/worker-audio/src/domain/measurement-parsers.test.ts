@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { MeasurementParseError } from './errors';
 import { createProgressParser } from './ffmpeg-progress';
 import {
   ebur128SummaryCollector,
-  MeasurementParseError,
   parseProbeOutput,
   silenceDetectCollector,
 } from './measurement-parsers';

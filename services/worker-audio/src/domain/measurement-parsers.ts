@@ -1,3 +1,4 @@
+import { MeasurementParseError } from './errors';
 import type { SilentInterval } from './silence-cuts';
 
 /**
@@ -25,14 +26,6 @@ export interface SilenceMap {
 }
 
 export type Measurement = LoudnessSummary | SilenceMap;
-
-export class MeasurementParseError extends Error {
-  readonly code = 'MEASUREMENT_PARSE_FAILED';
-  constructor(message: string) {
-    super(message);
-    this.name = 'MeasurementParseError';
-  }
-}
 
 /** ebur128 reports -70 LUFS (its absolute gate) when nothing passed the gate. */
 const EBUR128_SILENCE_LUFS = -70;

@@ -1,16 +1,13 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
+import type { ImageFormat, ImageOperation } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImageDecodeError, ImageLimitError } from '../domain/errors';
+import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../../test/support/fixtures';
+import { ImageDecodeError, ImageLimitError, InvalidOperationChainError } from '../domain/errors';
 import { MemoryBudget } from '../domain/memory-budget';
-import {
-  InvalidOperationChainError,
-  type OutputFormat,
-  type ResizeParams,
-} from '../domain/operations';
+import type { ResizeParams } from '../domain/operations';
 import { planResize } from '../domain/resize-geometry';
-import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../testing/fixtures';
-import { type ImageResult, processImage, type ResolvedImageOperation } from './sharp-pipeline';
+import { type ImageResult, processImage } from './sharp-pipeline';
 
 const LIMIT = 100_000_000;
 const MiB = 1024 * 1024;
@@ -35,11 +32,11 @@ afterAll(async () => {
   await fixtures.cleanup();
 });
 
-function resize(params: Partial<ResizeParams>): ResolvedImageOperation {
+function resize(params: Partial<ResizeParams>): ImageOperation {
   return { type: 'resize', params: { fit: 'inside', position: 'centre', ...params } };
 }
 
-function encode(format: OutputFormat = 'webp', quality = 80, effort = 4): ResolvedImageOperation {
+function encode(format: ImageFormat = 'webp', quality = 80, effort = 4): ImageOperation {
   return { type: 'encode', params: { format, quality, effort } };
 }
 
@@ -51,7 +48,7 @@ interface Run {
 
 async function run(
   inputPath: string,
-  operations: ResolvedImageOperation[],
+  operations: ImageOperation[],
   options: { limit?: number; outputDir?: string; memory?: MemoryBudget } = {},
 ): Promise<Run> {
   outputCount += 1;
@@ -70,7 +67,7 @@ async function run(
 
 function outputPathFor(
   inputPath: string,
-  operations: ResolvedImageOperation[],
+  operations: ImageOperation[],
   options: { limit?: number; memory?: MemoryBudget; signal?: AbortSignal } = {},
 ) {
   outputCount += 1;
@@ -252,7 +249,7 @@ describe('orientation and metadata', () => {
     expect(inputMetadata.exif?.toString('latin1')).toContain(EXIF_ARTIST);
     expect(inputMetadata.xmp).toBeDefined();
 
-    const chains: ResolvedImageOperation[][] = [
+    const chains: ImageOperation[][] = [
       ...(['webp', 'jpeg', 'png', 'avif'] as const).map((format) => [
         resize({ width: 200 }),
         encode(format),
@@ -363,7 +360,7 @@ describe('animated WebP', () => {
 });
 
 describe('encoding', () => {
-  const decodedAs: Record<OutputFormat, { format: string; extension: string }> = {
+  const decodedAs: Record<ImageFormat, { format: string; extension: string }> = {
     webp: { format: 'webp', extension: 'webp' },
     avif: { format: 'heif', extension: 'avif' },
     jpeg: { format: 'jpeg', extension: 'jpg' },

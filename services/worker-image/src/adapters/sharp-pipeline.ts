@@ -1,5 +1,6 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { IMAGE_EXTENSIONS, type ImageFormat, type ImageOperation } from '@tamp/proto';
 import sharp, { type ResizeOptions, type Sharp, type SharpOptions } from 'sharp';
 import { type EncodeSettings, encodeSettingsFor } from '../domain/encode-settings';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
@@ -11,22 +12,14 @@ import {
 } from '../domain/image-limits';
 import type { MemoryBudget } from '../domain/memory-budget';
 import { decoderMemoryClass, imageMemoryDemand, planWithinMemory } from '../domain/memory-model';
-import {
-  OUTPUT_EXTENSIONS,
-  type OutputFormat,
-  planOperations,
-  type ResizeParams,
-  type ResolvedImageOperation,
-} from '../domain/operations';
+import { planOperations, type ResizeParams } from '../domain/operations';
 import { type Dimensions, planResizeChain } from '../domain/resize-geometry';
-
-export type { ResolvedImageOperation } from '../domain/operations';
 
 export interface ProcessImageInput {
   inputPath: string;
   outputPath: string;
   /** 0..n resize operations, then exactly one encode. */
-  operations: readonly ResolvedImageOperation[];
+  operations: readonly ImageOperation[];
   /** Pixel budget: decoded input (all frames that are kept) and every resize result. */
   limitInputPixels: number;
   /** The worker's image memory, shared by its jobs; this one waits for its estimate. */
@@ -36,7 +29,7 @@ export interface ProcessImageInput {
 }
 
 export interface ImageResult {
-  format: OutputFormat;
+  format: ImageFormat;
   /** Without the dot: webp, avif, jpg, png. */
   extension: string;
   /** Input size as displayed, i.e. after EXIF orientation; one frame. */
@@ -74,7 +67,7 @@ interface PassContext {
   /** Frames carried through the pipeline: >1 only for animated WebP in and out. */
   frames: number;
   keepIccProfile: boolean;
-  format: OutputFormat;
+  format: ImageFormat;
   limitInputPixels: number;
 }
 
@@ -148,7 +141,7 @@ export async function processImage(input: ProcessImageInput): Promise<ImageResul
 
   return {
     format: plan.encode.format,
-    extension: OUTPUT_EXTENSIONS[plan.encode.format],
+    extension: IMAGE_EXTENSIONS[plan.encode.format],
     widthIn: probe.oriented.width,
     heightIn: probe.oriented.height,
     widthOut: info.width,
@@ -196,7 +189,7 @@ async function probeInput(inputPath: string): Promise<InputProbe> {
  * by 90°, so an animated WebP whose EXIF orientation needs that is also reduced to its first
  * frame: orientation is applied before anything else.
  */
-function framesToKeep(probe: InputProbe, format: OutputFormat): number {
+function framesToKeep(probe: InputProbe, format: ImageFormat): number {
   const needsQuarterTurn = probe.orientation >= 5 && probe.orientation <= 8;
   return format === 'webp' && probe.pages > 1 && !needsQuarterTurn ? probe.pages : 1;
 }

@@ -1,3 +1,4 @@
+import type { ImageFormat } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import {
   avifQualityFor,
@@ -7,21 +8,20 @@ import {
   PNG_PALETTE_EFFORT_BY_API_EFFORT,
   WEBP_EFFORT_BY_API_EFFORT,
 } from './encode-settings';
-import type { OutputFormat } from './operations';
 
 const QUALITIES = Array.from({ length: 100 }, (_, index) => index + 1);
 const EFFORTS = Array.from({ length: 10 }, (_, index) => index);
 
-function settings(format: OutputFormat, quality = 80, effort = 4): EncodeSettings {
+function settings(format: ImageFormat, quality = 80, effort = 4): EncodeSettings {
   return encodeSettingsFor({ format, quality, effort });
 }
 
 type OptionsByFormat = {
-  [Format in OutputFormat]: Extract<EncodeSettings, { format: Format }>['options'];
+  [Format in ImageFormat]: Extract<EncodeSettings, { format: Format }>['options'];
 };
 
 /** The options of one format, typed as that format's. */
-function optionsOf<Format extends OutputFormat>(
+function optionsOf<Format extends ImageFormat>(
   format: Format,
   quality = 80,
   effort = 4,

@@ -1,4 +1,4 @@
-import type { OutputFormat } from './operations';
+import type { ImageFormat } from '@tamp/proto';
 
 /**
  * Failures caused by the image itself. Retrying the same input cannot succeed, so job
@@ -10,29 +10,26 @@ export abstract class ImageProcessingError extends Error {
   readonly permanent = true;
 }
 
+interface PixelCount {
+  width: number;
+  height: number;
+  frames: number;
+  pixels: number;
+  limit: number;
+}
+
 export type ImageLimitDetail =
-  | {
-      /** The decoded input (all frames that would be decoded) is over the pixel budget. */
-      kind: 'input-pixels';
-      width: number;
-      height: number;
-      frames: number;
-      pixels: number;
-      limit: number;
-    }
-  | {
-      /** A resize would produce more pixels than the budget (e.g. cover on a sliver). */
-      kind: 'output-pixels';
-      width: number;
-      height: number;
-      frames: number;
-      pixels: number;
-      limit: number;
-    }
+  | ({
+      /**
+       * `input-pixels`: the decoded input (all frames that would be decoded) is over the pixel
+       * budget; `output-pixels`: a resize would produce more (e.g. cover on a sliver).
+       */
+      kind: 'input-pixels' | 'output-pixels';
+    } & PixelCount)
   | {
       /** The output format cannot hold an image this wide or tall. */
       kind: 'format-dimensions';
-      format: OutputFormat;
+      format: ImageFormat;
       width: number;
       height: number;
       maxDimension: number;
@@ -40,7 +37,7 @@ export type ImageLimitDetail =
   | {
       /** Even the leanest way to write this format needs more memory than the worker has. */
       kind: 'memory';
-      format: OutputFormat;
+      format: ImageFormat;
       width: number;
       height: number;
       neededBytes: number;
@@ -97,5 +94,16 @@ export class ImageDecodeError extends ImageProcessingError {
     super(message, options);
     this.name = 'ImageDecodeError';
     this.reason = reason;
+  }
+}
+
+/**
+ * The chain breaks the resolved-chain contract. That is a bug upstream (the job service
+ * resolves chains), not bad user input, so it is a plain TypeError subclass.
+ */
+export class InvalidOperationChainError extends TypeError {
+  constructor(message: string) {
+    super(`invalid image operation chain: ${message}`);
+    this.name = 'InvalidOperationChainError';
   }
 }

@@ -1,5 +1,5 @@
+import type { ImageFormat } from '@tamp/proto';
 import { ImageLimitError } from './errors';
-import type { OutputFormat } from './operations';
 import type { Dimensions } from './resize-geometry';
 
 /**
@@ -7,7 +7,7 @@ import type { Dimensions } from './resize-geometry';
  * bitstream stores 14-bit sizes, libheif caps AVIF at 16384, JPEG stores 16-bit sizes. PNG's
  * limit (2^31 - 1) is far beyond any pixel budget, so it is not listed.
  */
-export const MAX_DIMENSION_BY_FORMAT: Partial<Record<OutputFormat, number>> = {
+export const MAX_DIMENSION_BY_FORMAT: Partial<Record<ImageFormat, number>> = {
   webp: 16383,
   avif: 16384,
   jpeg: 65535,
@@ -39,7 +39,7 @@ export function assertOutputWithinLimits(
   steps: readonly Dimensions[],
   frames: number,
   limit: number,
-  format: OutputFormat,
+  format: ImageFormat,
 ): void {
   for (const step of steps) {
     const pixels = step.width * step.height * frames;

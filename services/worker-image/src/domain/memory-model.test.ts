@@ -1,3 +1,4 @@
+import type { ImageFormat } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { type EncodeSettings, encodeSettingsFor } from './encode-settings';
 import { ImageLimitError } from './errors';
@@ -14,11 +15,11 @@ import {
   planWithinMemory,
   smartCropHeldPixels,
 } from './memory-model';
-import type { OutputFormat, ResizeParams } from './operations';
+import type { ResizeParams } from './operations';
 import { planResizeChain } from './resize-geometry';
 
 const MiB = 1024 * 1024;
-const settings = (format: OutputFormat, quality = 80, effort = 4) =>
+const settings = (format: ImageFormat, quality = 80, effort = 4) =>
   encodeSettingsFor({ format, quality, effort });
 
 /** 8000 × 6000 (48 MP), the size of a ~25 MB camera JPEG. */

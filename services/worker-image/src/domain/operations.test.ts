@@ -1,15 +1,13 @@
+import type { ImageOperation } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
-import {
-  InvalidOperationChainError,
-  planOperations,
-  type ResolvedImageOperation,
-} from './operations';
+import { InvalidOperationChainError } from './errors';
+import { planOperations } from './operations';
 
-const encode: ResolvedImageOperation = {
+const encode: ImageOperation = {
   type: 'encode',
   params: { format: 'avif', quality: 50, effort: 2 },
 };
-const resize: ResolvedImageOperation = {
+const resize: ImageOperation = {
   type: 'resize',
   params: { width: 2048, height: 2048, fit: 'inside', position: 'centre' },
 };
@@ -27,7 +25,7 @@ describe('planOperations', () => {
     expect(() => planOperations([])).toThrow(InvalidOperationChainError);
     expect(() => planOperations([resize])).toThrow('the last operation must be encode');
     expect(() => planOperations([encode, encode])).toThrow('only the last one may be encode');
-    const sizeless: ResolvedImageOperation = {
+    const sizeless: ImageOperation = {
       type: 'resize',
       params: { fit: 'cover', position: 'centre' },
     };

@@ -2,8 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildPdf } from '../testing/pdf-fixture';
-import { extractPdfText, PdfTextExtractionError } from './pdf';
+import { buildPdf } from '../../test/support/pdf-fixture';
+import { PdfTextExtractionError } from '../domain/errors';
+import { extractPdfText } from './pdf';
 
 const PAGES = [
   ['Quarterly report (draft)', 'Revenue grew by 12 percent.'],

@@ -1,21 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { PDFParse } from 'pdf-parse';
-
-export type PdfFailureReason = 'not-a-pdf' | 'encrypted' | 'unreadable';
-
-/** Why a file's text could not be extracted; `message` is fit to show as a job error. */
-export class PdfTextExtractionError extends Error {
-  override readonly name = 'PdfTextExtractionError';
-
-  constructor(
-    message: string,
-    readonly reason: PdfFailureReason,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+import { PdfTextExtractionError } from '../domain/errors';
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** Readers accept the signature anywhere in the first kilobyte (after junk some tools prepend). */

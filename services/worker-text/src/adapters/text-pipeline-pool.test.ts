@@ -1,21 +1,25 @@
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
+import type { TextOperation } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTextPipeline, type TextOperation } from '../domain/pipeline';
+import { largeDocument } from '../../test/support/large-document';
 import {
   generateCharacterSoup,
   generateDocument,
   seededRandom,
-} from '../domain/random-document.test-support';
-import { largeDocument } from '../testing/large-document';
+} from '../../test/support/random-document';
+import { runTextPipeline } from '../domain/pipeline';
 import { startTextPipelinePool, type TextPipelinePool } from './text-pipeline-pool';
 
 /** The spec's presets plus each operation alone. */
 const OPERATION_LISTS: readonly (readonly TextOperation[])[] = [
   [{ type: 'trim', params: { intensity: 30 } }],
   [{ type: 'trim', params: { intensity: 70 } }],
-  [{ type: 'trim', params: { intensity: 80 } }, { type: 'json-to-toon' }],
-  [{ type: 'json-to-toon' }],
+  [
+    { type: 'trim', params: { intensity: 80 } },
+    { type: 'json-to-toon', params: {} },
+  ],
+  [{ type: 'json-to-toon', params: {} }],
 ];
 
 let pool: TextPipelinePool;
@@ -78,7 +82,10 @@ describe('text pipeline pool', () => {
       // Several seconds of work: still running when the abort comes.
       const running = single.run(
         largeDocument(5_000_000),
-        [{ type: 'trim', params: { intensity: 80 } }, { type: 'json-to-toon' }],
+        [
+          { type: 'trim', params: { intensity: 80 } },
+          { type: 'json-to-toon', params: {} },
+        ],
         controller.signal,
       );
       await new Promise((resolve) => setTimeout(resolve, 200));

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TextOperation } from '@tamp/proto';
 import { Piscina } from 'piscina';
-import type { TextOperation, TextPipelineResult } from '../domain/pipeline';
+import type { TextPipelineResult } from '../domain/pipeline';
 import type { TextPipelineTask } from './text-pipeline-thread';
 
 /** Runs the text pipeline off the caller's thread; rejects once `signal` aborts. */

@@ -1,4 +1,5 @@
-import { runTextPipeline, type TextOperation, type TextPipelineResult } from '../domain/pipeline';
+import type { TextOperation } from '@tamp/proto';
+import { runTextPipeline, type TextPipelineResult } from '../domain/pipeline';
 
 /** What the main thread posts to a pipeline thread (structured-cloned). */
 export interface TextPipelineTask {

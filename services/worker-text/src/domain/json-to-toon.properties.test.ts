@@ -1,7 +1,7 @@
 import { decode } from '@toon-format/toon';
 import { describe, expect, it } from 'vitest';
+import { pick, type Random, seededRandom } from '../../test/support/random-document';
 import { convertJsonBlocksToToon } from './json-to-toon';
-import { pick, type Random, seededRandom } from './random-document.test-support';
 import { countTokens } from './tokens';
 
 const STRINGS = [

@@ -1,6 +1,7 @@
+import type { TextOperation } from '@tamp/proto';
 import { decode } from '@toon-format/toon';
 import { describe, expect, it } from 'vitest';
-import { countCodePoints, runTextPipeline, type TextOperation } from './pipeline';
+import { runTextPipeline } from './pipeline';
 import { countTokens } from './tokens';
 import { trimText } from './trim';
 
@@ -26,7 +27,7 @@ const CHILL: TextOperation[] = [{ type: 'trim', params: { intensity: 30 } }];
 const MEDIUM: TextOperation[] = [{ type: 'trim', params: { intensity: 70 } }];
 const AGGRESSIVE: TextOperation[] = [
   { type: 'trim', params: { intensity: 80 } },
-  { type: 'json-to-toon' },
+  { type: 'json-to-toon', params: {} },
 ];
 
 describe('runTextPipeline', () => {
@@ -73,15 +74,5 @@ describe('runTextPipeline', () => {
       tokensOut: 1,
       charactersIn: 5,
     });
-  });
-});
-
-describe('countCodePoints', () => {
-  it('counts astral characters once and lone surrogates as one each', () => {
-    expect(countCodePoints('')).toBe(0);
-    expect(countCodePoints('abc')).toBe(3);
-    expect(countCodePoints('👍🏽')).toBe(2);
-    expect(countCodePoints('a\uD800b\uDC00')).toBe(4);
-    expect(countCodePoints('🇩🇪x')).toBe(3);
   });
 });

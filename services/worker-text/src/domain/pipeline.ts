@@ -1,10 +1,7 @@
+import { countCharacters, type TextOperation } from '@tamp/proto';
 import { convertJsonBlocksToToon } from './json-to-toon';
 import { countTokens } from './tokens';
 import { trimText } from './trim';
-
-export type TextOperation =
-  | { readonly type: 'trim'; readonly params: { readonly intensity: number } }
-  | { readonly type: 'json-to-toon'; readonly params?: Record<string, never> };
 
 export interface TextPipelineResult {
   readonly text: string;
@@ -16,22 +13,6 @@ export interface TextPipelineResult {
   readonly tokensOut: number;
   /** Unicode code points of the input (what usage counts as characters). */
   readonly charactersIn: number;
-}
-
-/** Counts code points without materialising an array of them (inputs reach 5 M characters). */
-export function countCodePoints(text: string): number {
-  let count = text.length;
-  for (let i = 0; i < text.length - 1; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        count--;
-        i++;
-      }
-    }
-  }
-  return count;
 }
 
 function applyOperation(text: string, operation: TextOperation): string {
@@ -54,6 +35,6 @@ export function runTextPipeline(
     operationsApplied: operations.map((operation) => operation.type),
     tokensIn: countTokens(text),
     tokensOut: countTokens(output),
-    charactersIn: countCodePoints(text),
+    charactersIn: countCharacters(text),
   };
 }

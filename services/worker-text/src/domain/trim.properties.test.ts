@@ -3,7 +3,7 @@ import {
   generateCharacterSoup,
   generateDocument,
   seededRandom,
-} from './random-document.test-support';
+} from '../../test/support/random-document';
 import { TRIM_BANDS, trimText } from './trim';
 
 /** Intensities at both edges of every band, plus the preset values. */

@@ -1,0 +1,106 @@
+import type { HttpMetrics } from '@tamp/kit';
+import Fastify from 'fastify';
+import {
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { Authenticator } from '../adapters/authenticator';
+import type { KvRateLimiter } from '../adapters/rate-limiter';
+import { adminTokenPlugin } from './plugins/admin-token';
+import { authPlugin } from './plugins/auth';
+import {
+  answerClientError,
+  envelopePlugin,
+  frameworkError,
+  requestIdFor,
+  rewriteUndecodablePath,
+} from './plugins/envelope';
+import { httpMetricsPlugin } from './plugins/http-metrics';
+import { openapiPlugin } from './plugins/openapi';
+import { rateLimitPlugin } from './plugins/rate-limit';
+import { adminRoutes } from './routes/admin';
+import type { RouteDependencies } from './routes/dependencies';
+import { jobRoutes } from './routes/jobs';
+import { pipelineRoutes } from './routes/pipelines';
+import { uploadRoutes } from './routes/upload';
+import { usageRoutes } from './routes/usage';
+
+/** Every endpoint but POST /v1/text takes small JSON bodies. */
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+export interface GatewayOptions {
+  logger: Logger;
+  /** Requests by route (absent in tests that do not read them). */
+  httpMetrics?: HttpMetrics;
+}
+
+export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
+  authenticator: Authenticator;
+  limiter: KvRateLimiter;
+}
+
+function baseApp(logger: Logger, trustProxy: boolean) {
+  const app = Fastify({
+    loggerInstance: logger,
+    genReqId: requestIdFor,
+    // Behind an ingress the client address comes from X-Forwarded-For.
+    trustProxy,
+    return503OnClosing: true,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    // Ids of any length reach their route and are reported unknown there; Node's 16 KB limit
+    // on the request head still bounds them.
+    routerOptions: { maxParamLength: 2_048 },
+    rewriteUrl: rewriteUndecodablePath,
+    frameworkErrors: frameworkError,
+    clientErrorHandler: answerClientError,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  return app;
+}
+
+/** The public API. Features register as encapsulated plugins under /v1. */
+export async function buildPublicApp(options: PublicAppOptions) {
+  const app = baseApp(options.logger, true);
+  if (options.httpMetrics) {
+    await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'public' });
+  }
+  await app.register(envelopePlugin);
+  await app.register(openapiPlugin);
+  await app.register(
+    async (v1) => {
+      await v1.register(authPlugin, { authenticator: options.authenticator });
+      await v1.register(rateLimitPlugin, { limiter: options.limiter });
+      await v1.register(uploadRoutes, options);
+      await v1.register(pipelineRoutes, options);
+      await v1.register(jobRoutes, options);
+      await v1.register(usageRoutes, options);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+export interface AdminAppOptions extends GatewayOptions {
+  rpc: RouteDependencies['rpc'];
+  adminToken: string | undefined;
+}
+
+/** The admin API, on its own port, for operators and the admin CLI. */
+export async function buildAdminApp(options: AdminAppOptions) {
+  const app = baseApp(options.logger, false);
+  if (options.httpMetrics) {
+    await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'admin' });
+  }
+  await app.register(envelopePlugin);
+  await app.register(
+    async (admin) => {
+      await admin.register(adminTokenPlugin, { adminToken: options.adminToken });
+      await admin.register(adminRoutes, { rpc: options.rpc });
+    },
+    { prefix: '/admin' },
+  );
+  return app;
+}

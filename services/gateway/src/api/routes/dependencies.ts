@@ -1,0 +1,10 @@
+import type { Rpc } from '@tamp/kit';
+import type { JobReads } from '../../application/job-reads';
+import type { JobSubmissions } from '../../application/job-submission';
+
+/** What the public routes call: the application's use cases, and RPC for one-call reads. */
+export interface RouteDependencies {
+  rpc: Rpc;
+  jobReads: JobReads;
+  jobSubmissions: JobSubmissions;
+}

@@ -1,0 +1,88 @@
+import {
+  describeOperations,
+  describePresets,
+  PIPELINE_DEFINITIONS,
+  PIPELINES,
+  type Pipeline,
+  publicJob,
+  publicOperationCatalogue,
+  publicPresetCatalogue,
+  successEnvelope,
+} from '@tamp/proto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { JobSubmission } from '../../application/job-submission';
+import { idempotencyHeaders, JOB_BODIES } from '../../domain/job-requests';
+import type { RouteDependencies } from './dependencies';
+import { errorResponses, ok, responds } from './responses';
+
+/** Text requests may carry 5,000,000 characters (up to 4 bytes each, plus JSON escaping). */
+export const TEXT_BODY_LIMIT = 24 * 1024 * 1024;
+
+const SUMMARIES: Record<Pipeline, string> = {
+  audio: 'Create an audio job (always queued)',
+  image: 'Create an image job (inline when small, not AVIF and no webhookUrl)',
+  text: 'Create a text job (fast path when text ≤ 50 KB and no webhookUrl)',
+};
+
+export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
+  for (const pipeline of PIPELINES) {
+    const definition = PIPELINE_DEFINITIONS[pipeline];
+    const presets = describePresets(definition);
+    const operations = describeOperations(definition);
+    // Names for generated clients: createImageJob, listAudioPresets…
+    const capitalized = `${pipeline[0]!.toUpperCase()}${pipeline.slice(1)}`;
+
+    app.get(
+      `/${pipeline}/presets`,
+      {
+        schema: {
+          operationId: `list${capitalized}Presets`,
+          summary: `The ${pipeline} presets and the chains they expand to`,
+          tags: [pipeline],
+          response: responds(publicPresetCatalogue),
+        },
+      },
+      async () => ok(presets),
+    );
+
+    app.get(
+      `/${pipeline}/operations`,
+      {
+        schema: {
+          operationId: `list${capitalized}Operations`,
+          summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
+          tags: [pipeline],
+          response: responds(publicOperationCatalogue),
+        },
+      },
+      async () => ok(operations),
+    );
+
+    app.post(
+      `/${pipeline}`,
+      {
+        bodyLimit: pipeline === 'text' ? TEXT_BODY_LIMIT : undefined,
+        schema: {
+          operationId: `create${capitalized}Job`,
+          summary: SUMMARIES[pipeline],
+          tags: [pipeline],
+          headers: idempotencyHeaders,
+          body: JOB_BODIES[pipeline],
+          response: {
+            200: successEnvelope(publicJob).describe('Inline job, already completed or failed'),
+            202: successEnvelope(publicJob).describe('Queued job: { id, status: "created" }'),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request, reply) => {
+        const created = await deps.jobSubmissions.submit(
+          // This route's schema is JOB_BODIES[pipeline]: the body is that pipeline's.
+          { pipeline, body: request.body } as JobSubmission,
+          { account: request.account, idempotencyKey: request.headers['idempotency-key'] },
+        );
+        return reply.status(created.httpStatus).send(ok(created.job));
+      },
+    );
+  }
+};

@@ -1,0 +1,166 @@
+import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
+import { billingEndpoints, LIMITS } from '@tamp/proto';
+import type { AdmissionRepository } from '../adapters/admission-repository';
+import type { IdempotencyRepository } from '../adapters/idempotency-repository';
+import type { JobRepository } from '../adapters/job-repository';
+import type { JobMessaging } from '../adapters/messaging';
+import { jobWorkOf } from '../domain/events';
+import type { JobSettings } from './job-settings';
+import type { Settlement } from './settlement';
+
+export interface SweepReport {
+  expiredResults: number;
+  expiredKeys: number;
+  republished: number;
+  settled: number;
+  /** Abandoned creations whose reservation was released (or whose job turned out stored). */
+  admissionsClosed: number;
+}
+
+const BATCH = 100;
+
+export interface SweeperCollaborators {
+  jobs: JobRepository;
+  claims: IdempotencyRepository;
+  admissions: AdmissionRepository;
+  messaging: JobMessaging;
+  settlement: Settlement;
+  rpc: Rpc;
+  store: ObjectStore;
+  settings: Pick<JobSettings, 'reconcileAfterMs' | 'abandonAfterMs'>;
+  clock: () => Date;
+  logger: Logger;
+}
+
+/**
+ * The periodic housekeeping FerretDB cannot do with TTL indexes, plus the outbox reconciler:
+ * - retention: 7 days after completion the output object is deleted and the job marked
+ *   `result.expired` (metrics stay);
+ * - idempotency keys older than 24 hours are deleted;
+ * - `created` jobs whose publish was never confirmed are republished (JOBS dedups on the id);
+ * - terminal jobs with an unconfirmed refund or event are settled again.
+ */
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<SweepReport> | undefined;
+
+  constructor(private readonly collaborators: SweeperCollaborators) {}
+
+  start(intervalMs: number): void {
+    if (intervalMs <= 0) return;
+    this.timer = setInterval(() => {
+      void this.sweep().catch((error: unknown) =>
+        this.collaborators.logger.error({ err: error }, 'sweep failed'),
+      );
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass of every sweeper as of `now`; passes never overlap. */
+  async sweep(now: Date = this.collaborators.clock()): Promise<SweepReport> {
+    if (this.running !== undefined) await this.running.catch(() => undefined);
+    const pass = this.sweepOnce(now);
+    this.running = pass;
+    try {
+      return await pass;
+    } finally {
+      if (this.running === pass) this.running = undefined;
+    }
+  }
+
+  private async sweepOnce(now: Date): Promise<SweepReport> {
+    const report: SweepReport = {
+      expiredResults: 0,
+      expiredKeys: 0,
+      republished: 0,
+      settled: 0,
+      admissionsClosed: 0,
+    };
+    report.expiredResults = await this.expireResults(now);
+    report.expiredKeys = await this.collaborators.claims.deleteOlderThan(
+      new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs),
+    );
+    const staleBefore = new Date(now.getTime() - this.collaborators.settings.reconcileAfterMs);
+    report.republished = await this.republish(staleBefore);
+    report.settled = await this.settle(staleBefore);
+    report.admissionsClosed = await this.closeAbandonedAdmissions(
+      new Date(now.getTime() - this.collaborators.settings.abandonAfterMs),
+    );
+    return report;
+  }
+
+  /**
+   * Creations that neither stored their job nor released their reservation (a crash, billing
+   * unreachable at the time): long past their deadline nothing can store the job any more, so
+   * the reservation is released (billing also turns away one still on its way) and the key
+   * freed. One whose job is stored only lost its clean-up.
+   */
+  private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
+    const { admissions, claims, jobs, rpc, logger } = this.collaborators;
+    let closed = 0;
+    for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
+      try {
+        if ((await jobs.find(admission._id)) === null) {
+          await rpc.call(billingEndpoints.refundCredits, {
+            accountId: admission.accountId,
+            jobId: admission._id,
+          });
+          if (admission.claimId !== null) await claims.release(admission.claimId, admission._id);
+          logger.warn(
+            { jobId: admission._id },
+            'released the reservation of an abandoned creation',
+          );
+        }
+        await admissions.close(admission._id);
+        closed++;
+      } catch (error) {
+        logger.warn({ err: error, jobId: admission._id }, 'abandoned creation not released yet');
+      }
+    }
+    return closed;
+  }
+
+  private async expireResults(now: Date): Promise<number> {
+    const { jobs, store, logger } = this.collaborators;
+    const due = await jobs.pastRetention(new Date(now.getTime() - LIMITS.resultRetentionMs), BATCH);
+    let expired = 0;
+    for (const job of due) {
+      const key = job.result?.outputKey ?? null;
+      try {
+        // Deleting a missing object succeeds in S3, so a repeated pass is harmless.
+        if (key !== null) await store.remove(key);
+        if (await jobs.markExpired(job._id, now)) expired++;
+      } catch (error) {
+        logger.warn({ err: error, jobId: job._id }, 'result not expired; next pass retries');
+      }
+    }
+    return expired;
+  }
+
+  private async republish(createdBefore: Date): Promise<number> {
+    const { jobs, messaging, logger } = this.collaborators;
+    let republished = 0;
+    for (const job of await jobs.unpublished(createdBefore, BATCH)) {
+      try {
+        await messaging.publishWork(jobWorkOf(job));
+        await jobs.markDone(job._id, { workPublished: true });
+        republished++;
+      } catch (error) {
+        logger.warn({ err: error, jobId: job._id }, 'work still not published');
+      }
+    }
+    return republished;
+  }
+
+  private async settle(updatedBefore: Date): Promise<number> {
+    const unsettled = await this.collaborators.jobs.unsettled(updatedBefore, BATCH);
+    for (const job of unsettled) await this.collaborators.settlement.settle(job);
+    return unsettled.length;
+  }
+}

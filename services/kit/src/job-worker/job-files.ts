@@ -1,0 +1,56 @@
+import {
+  compressionRatio,
+  type JobMetrics,
+  type JobWorkMessage,
+  RESULT_CONTENT_TYPES,
+  storageKeys,
+} from '@tamp/proto';
+import type { ObjectStore } from '../object-store';
+import { PermanentJobError } from './types';
+
+/** What a pipeline runner needs of the object store. */
+export type JobFileStore = Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
+
+type UploadInput = Extract<JobWorkMessage['input'], { kind: 'upload' }>;
+
+/** Downloads the job's upload to `path`; a job without one can never run (media pipelines). */
+export async function downloadUpload(
+  store: JobFileStore,
+  work: JobWorkMessage,
+  path: string,
+): Promise<UploadInput> {
+  if (work.input.kind !== 'upload') {
+    throw new PermanentJobError(`An ${work.pipeline} job needs an uploaded file`);
+  }
+  await store.downloadToFile(work.input.key, path);
+  return work.input;
+}
+
+/**
+ * Uploads the result file as `results/<accountId>/<jobId>/result.<extension>` (a rerun
+ * overwrites it), with the content type proto gives the extension; returns its key.
+ */
+export async function storeResult(
+  store: JobFileStore,
+  work: JobWorkMessage,
+  path: string,
+  extension: string,
+): Promise<string> {
+  const key = storageKeys.result(work.accountId, work.jobId, extension);
+  await store.uploadFile(key, path, RESULT_CONTENT_TYPES[extension] ?? 'application/octet-stream');
+  return key;
+}
+
+/** The metrics every pipeline reports, the ratio by proto's one rule. */
+export function sizeMetrics(
+  inputSize: number,
+  outputSize: number,
+  startedAt: number,
+): Pick<JobMetrics, 'inputSize' | 'outputSize' | 'compressionRatio' | 'processingMs'> {
+  return {
+    inputSize,
+    outputSize,
+    compressionRatio: compressionRatio(inputSize, outputSize),
+    processingMs: Math.round(performance.now() - startedAt),
+  };
+}

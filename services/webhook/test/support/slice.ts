@@ -1,0 +1,217 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  connectMongo,
+  connectNats,
+  type Db,
+  type MongoClient,
+  type NatsConnection,
+  provisionTopology,
+  Rpc,
+} from '@tamp/kit';
+import {
+  billingEndpoints,
+  createTopology,
+  type JobEvent,
+  messageIds,
+  newId,
+  ServiceError,
+  type Topology,
+} from '@tamp/proto';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import type { z } from 'zod';
+import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
+import { DeliveryStore } from '../../src/adapters/delivery-store';
+import type { TargetPolicy } from '../../src/domain/target-policy';
+import {
+  startWebhookService,
+  type WebhookService,
+  type WebhookServiceOptions,
+} from '../../src/service';
+
+/** Test-only: one isolated slice (namespace, database) with a webhook service and a billing double. */
+
+export type AccountView = z.input<typeof billingEndpoints.getAccount.response>;
+
+export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+export interface Slice {
+  topology: Topology;
+  db: Db;
+  store: DeliveryStore;
+  /** The caller side, as the gateway would use it. */
+  rpc: Rpc;
+  accounts: Map<string, AccountView>;
+  /** Billing answers UNAVAILABLE for this account this many more times (a peer outage). */
+  billingOutages: Map<string, number>;
+  /** Starts a webhook service instance on this slice (several may run one after another). */
+  startService(overrides?: Partial<WebhookServiceOptions>): Promise<{
+    service: WebhookService;
+    metrics: Registry;
+  }>;
+  publish(event: JobEvent, msgID?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startSlice(defaults: {
+  policy: TargetPolicy;
+  retryScheduleMs: readonly number[];
+  timeoutMs?: number;
+}): Promise<Slice> {
+  const infrastructure = isolatedInfrastructure();
+  const topology = createTopology(infrastructure.namespace);
+  const logger = silentLogger;
+  const connections: NatsConnection[] = [];
+  const nats = async (name: string) => {
+    const connection = await connectNats({ url: infrastructure.natsUrl, name, logger });
+    connections.push(connection);
+    return connection;
+  };
+  const client = await nats('test-client');
+  await provisionTopology(client, topology);
+  const mongo: MongoClient[] = [];
+  const { client: mongoClient, db } = await connectMongo({
+    url: infrastructure.mongoUrl,
+    database: infrastructure.database,
+    appName: 'webhook-test',
+  });
+  mongo.push(mongoClient);
+
+  // A test double of the billing service: a real responder on the slice's NATS subjects.
+  const accounts = new Map<string, AccountView>();
+  const billingOutages = new Map<string, number>();
+  const billing = await nats('billing-double');
+  new Rpc(billing, topology, logger).serve(billingEndpoints.getAccount, async ({ accountId }) => {
+    const outages = billingOutages.get(accountId) ?? 0;
+    if (outages > 0) {
+      billingOutages.set(accountId, outages - 1);
+      throw new ServiceError('UNAVAILABLE', 'billing is restarting');
+    }
+    const account = accounts.get(accountId);
+    if (account === undefined) throw new ServiceError('NOT_FOUND', 'Account not found');
+    return account;
+  });
+  await billing.flush();
+
+  const services: WebhookService[] = [];
+  return {
+    topology,
+    db,
+    store: new DeliveryStore(db),
+    rpc: new Rpc(client, topology, logger),
+    accounts,
+    billingOutages,
+    async startService(overrides = {}) {
+      const connection = await nats('webhook');
+      const metrics = new Registry();
+      const service = await startWebhookService({
+        nats: connection,
+        topology,
+        rpc: new Rpc(connection, topology, logger),
+        db,
+        policy: defaults.policy,
+        retryScheduleMs: defaults.retryScheduleMs,
+        timeoutMs: defaults.timeoutMs ?? 2_000,
+        pollIntervalMs: 25,
+        logger,
+        metrics,
+        ...overrides,
+      });
+      services.push(service);
+      return { service, metrics };
+    },
+    async publish(event, msgID = messageIds.event(event.jobId, event.event)) {
+      const subject =
+        event.event === 'job.completed'
+          ? topology.subjects.events.completed
+          : topology.subjects.events.failed;
+      await jetstream(client).publish(subject, JSON.stringify(event), { msgID });
+    },
+    async close() {
+      for (const service of services) await service.stop();
+      const manager = await jetstreamManager(client);
+      for (const stream of Object.values(topology.streams)) {
+        await manager.streams.delete(stream.name).catch(() => false);
+      }
+      await db.dropDatabase().catch(() => {});
+      for (const connection of connections) await connection.close();
+      for (const connection of mongo) await connection.close();
+    },
+  };
+}
+
+export function account(overrides: Partial<AccountView> & { webhookSecret: string }): AccountView {
+  return {
+    accountId: newId('account'),
+    plan: 'pro',
+    maxUploadBytes: 50_000_000,
+    rateLimitPerMinute: 600,
+    webhookUrl: null,
+    billingCycleAnchor: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    credits: { allowanceRemaining: 100, grantedRemaining: 0, available: 100 },
+    ...overrides,
+  };
+}
+
+export function completedEvent(
+  accountId: string,
+  webhookUrl: string | null,
+  overrides: Partial<JobEvent> = {},
+): JobEvent {
+  const jobId = newId('job');
+  return {
+    event: 'job.completed',
+    jobId,
+    accountId,
+    pipeline: 'image',
+    status: 'completed',
+    inline: false,
+    webhookUrl,
+    result: {
+      outputKey: `results/${accountId}/${jobId}/result.webp`,
+      metrics: {
+        inputSize: 2_000_000,
+        outputSize: 500_000,
+        compressionRatio: 4,
+        operationsApplied: ['resize', 'encode'],
+        processingMs: 120,
+      },
+    },
+    error: null,
+    usage: { inputBytes: 2_000_000, megapixels: 3.1 },
+    createdAt: '2026-11-21T12:00:00.000Z',
+    completedAt: '2026-11-21T12:00:03.250Z',
+    ...overrides,
+  };
+}
+
+export function failedEvent(accountId: string, webhookUrl: string | null): JobEvent {
+  return completedEvent(accountId, webhookUrl, {
+    event: 'job.failed',
+    pipeline: 'audio',
+    status: 'failed',
+    result: null,
+    error: 'ffmpeg could not decode the input',
+    usage: null,
+  });
+}
+
+/** Polls until `condition` holds; fails naming `what` after `withinMs`. */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  what: string,
+  withinMs = 15_000,
+): Promise<NonNullable<T>> {
+  const giveUpAt = Date.now() + withinMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > giveUpAt) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { JobWorkMessage } from '@tamp/proto';
+import { describe, expect, it } from 'vitest';
+import { useWorkerHarness } from '../../../test/support/worker-harness';
+import { startAudioWorker } from '../src/service';
+
+const worker = useWorkerHarness({
+  name: 'audio-worker',
+  concurrency: 1,
+  start: (dependencies) =>
+    startAudioWorker({
+      ...dependencies,
+      config: {
+        ...dependencies.config,
+        AUDIO_MAX_DURATION_SEC: 600,
+        FFMPEG_PATH: undefined,
+        FFPROBE_PATH: undefined,
+      },
+    }),
+});
+
+describe('worker-audio', () => {
+  it('runs a queued audio job into result.ogg with durations, loudness and usage', async () => {
+    const { store, dir, publish, settled } = worker.harness;
+    const wav = join(dir, 'tone.wav');
+    await promisify(execFile)('ffmpeg', [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=3',
+      '-ac',
+      '1',
+      wav,
+    ]);
+    const uploadKey = `uploads/acc_aud/${randomUUID()}`;
+    await store.uploadFile(uploadKey, wav, 'audio/wav');
+    const message: JobWorkMessage = {
+      jobId: `job_${randomUUID()}`,
+      accountId: 'acc_aud',
+      createdAt: new Date().toISOString(),
+      pipeline: 'audio',
+      input: {
+        kind: 'upload',
+        uploadId: 'upl_a',
+        key: uploadKey,
+        size: 1,
+        contentType: 'audio/wav',
+        filename: 'tone.wav',
+      },
+      operations: [
+        { type: 'normalize', params: { targetLevel: -16, peakNormalize: false } },
+        { type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } },
+      ],
+    };
+    await publish(message);
+    const job = await settled(message.jobId);
+    expect(job.failures).toEqual([]);
+    const completion = job.completions[0]!;
+    expect(completion.outputKey).toBe(`results/acc_aud/${message.jobId}/result.ogg`);
+    expect((await store.stat(completion.outputKey!))?.contentType).toBe('audio/ogg');
+    expect(completion.metrics.operationsApplied).toEqual(['normalize', 'encode']);
+    expect(completion.metrics.durationInSec).toBeCloseTo(3, 1);
+    expect(completion.metrics.durationOutSec).toBeCloseTo(3, 1);
+    expect(completion.usage).toEqual({
+      inputBytes: completion.metrics.inputSize,
+      audioSeconds: expect.closeTo(3, 1),
+    });
+    console.log('audio job metrics', JSON.stringify(completion.metrics));
+  });
+});

@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import {
+  downloadUpload,
+  type JobFileStore,
+  type ProcessJob,
+  sizeMetrics,
+  storeResult,
+} from '@tamp/kit';
+import { processImage } from '../adapters/sharp-pipeline';
+import type { MemoryBudget } from '../domain/memory-budget';
+
+export interface ImageJobOptions {
+  store: JobFileStore;
+  /** Pixel budget of one image (decoded input and every resize), e.g. 100 MP. */
+  limitInputPixels: number;
+  /** Image memory shared by every job of this worker, queued and inline. */
+  memory: MemoryBudget;
+}
+
+/**
+ * An image job: the upload is streamed to a temp file, processed by sharp file to file, and
+ * the result uploaded as `results/<accountId>/<jobId>/result.<ext>` (a rerun overwrites it).
+ */
+export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'image'> {
+  return async (work, { workDir, signal, logger }) => {
+    const startedAt = performance.now();
+    const inputPath = join(workDir, 'input');
+    const outputPath = join(workDir, 'output');
+    await downloadUpload(options.store, work, inputPath);
+    const image = await processImage({
+      inputPath,
+      outputPath,
+      operations: work.operations,
+      limitInputPixels: options.limitInputPixels,
+      memory: options.memory,
+      signal,
+    });
+    if (image.encoderSteppedDown) {
+      logger.info(
+        {
+          estimatedMemoryBytes: image.estimatedMemoryBytes,
+          budgetBytes: options.memory.totalBytes,
+        },
+        'used a leaner encoder mode to fit the memory budget',
+      );
+    }
+    return {
+      outputKey: await storeResult(options.store, work, outputPath, image.extension),
+      outputText: null,
+      metrics: {
+        ...sizeMetrics(image.inputSize, image.outputSize, startedAt),
+        operationsApplied: work.operations.map((operation) => operation.type),
+        width: image.widthOut,
+        height: image.heightOut,
+        format: image.format,
+      },
+      usage: { inputBytes: image.inputSize, megapixels: (image.widthIn * image.heightIn) / 1e6 },
+    };
+  };
+}
