@@ -135,6 +135,7 @@ const FULL_VALUES = {
   metrics: {
     serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
     prometheusRule: { enabled: true },
+    dashboard: { enabled: true },
   },
 };
 

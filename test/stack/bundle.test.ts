@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledServiceEntry } from '../../scripts/build/bundle';
 import { SERVICE_NAMES } from '../../scripts/stack/services';
 import { photo, speechWav } from '../support/media';
-import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
+import {
+  finishedJob,
+  startTestStack,
+  type TestAccount,
+  type TestStack,
+  uploadFile,
+} from '../support/stack';
 
 interface JobBody {
   id: string;
@@ -30,16 +36,7 @@ describe('the bundled services', () => {
     await stack?.stop();
   });
 
-  async function finished(id: string): Promise<JobBody> {
-    for (let round = 0; round < 10; round++) {
-      const read = await stack.api<JobBody>('GET', `/v1/jobs/${id}?wait=20`, {
-        token: account.apiKey,
-      });
-      const job = read.body.data;
-      if (job?.status === 'completed' || job?.status === 'failed') return job;
-    }
-    throw new Error(`job ${id} did not finish\n${stack.logs()}`);
-  }
+  const finished = (id: string) => finishedJob<JobBody>(stack, account.apiKey, id);
 
   it('builds one module per service', () => {
     for (const name of SERVICE_NAMES) expect(existsSync(bundledServiceEntry(name))).toBe(true);

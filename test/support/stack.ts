@@ -124,6 +124,20 @@ function dumpLogs(logs: Map<ServiceName, string[]>): string {
     .join('\n');
 }
 
+/** Long-polls a job until it is completed or failed (at most ten 20-second polls). */
+export async function finishedJob<Job extends { status: string }>(
+  stack: TestStack,
+  apiKey: string,
+  id: string,
+): Promise<Job> {
+  for (let round = 0; round < 10; round++) {
+    const read = await stack.api<Job>('GET', `/v1/jobs/${id}?wait=20`, { token: apiKey });
+    const job = read.body.data;
+    if (job?.status === 'completed' || job?.status === 'failed') return job;
+  }
+  throw new Error(`job ${id} did not finish\n${stack.logs()}`);
+}
+
 /** POST /v1/upload then PUT the bytes exactly as a client would; returns the upload id. */
 export async function uploadFile(
   stack: TestStack,

@@ -1,4 +1,4 @@
-import { runService } from '@tamp/kit';
+import { creditMetrics, runService } from '@tamp/kit';
 import { BILLING_INDEXES } from './adapters/documents';
 import { configSchema } from './config';
 import { startBillingService } from './service';
@@ -18,6 +18,7 @@ await runService({
       logger: context.logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
       webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
+      metrics: creditMetrics(context.metrics),
     });
     // Registered after NATS and Mongo, so it runs before they close: stop taking work first.
     context.shutdown.register('billing', () => billing.stop());

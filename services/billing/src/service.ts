@@ -1,4 +1,4 @@
-import { type Db, type Logger, type NatsConnection, Rpc } from '@tamp/kit';
+import { type CreditMetrics, type Db, type Logger, type NatsConnection, Rpc } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
 import { AccountStore } from './adapters/account-store';
 import { CreditBook } from './adapters/credit-book';
@@ -26,6 +26,7 @@ export interface BillingDependencies {
   webhookSecretGraceMs?: number;
   /** The time periods and records are based on; tests move it. */
   now?: () => Date;
+  metrics?: CreditMetrics;
 }
 
 /** Serves every billing endpoint and consumes job events; `stop` drains both. */
@@ -48,7 +49,7 @@ export async function startBillingService(
     logger,
   );
   const keys = new ApiKeys(keyStore, accountStore, plans);
-  const credits = new Credits(new CreditBook(accountStore, now));
+  const credits = new Credits(new CreditBook(accountStore, now), dependencies.metrics);
 
   const rpc = new Rpc(dependencies.nats, dependencies.topology, logger);
   const endpoints = await serveBillingEndpoints(rpc, accounts, keys, credits);

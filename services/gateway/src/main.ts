@@ -25,6 +25,7 @@ await runService({
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,
       maxConcurrentCreations: config.MAX_CONCURRENT_CREATIONS,
+      metrics: context.metrics,
     });
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });

@@ -1,5 +1,11 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ObjectStore, Rpc } from '@tamp/kit';
+import {
+  httpMetrics,
+  jobCreationMetrics,
+  type ObjectStore,
+  type Registry,
+  type Rpc,
+} from '@tamp/kit';
 import { LIMITS, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
@@ -20,6 +26,8 @@ export interface GatewayDependencies {
   authCacheTtlMs?: number;
   createJobBudgetMs?: number;
   maxConcurrentCreations?: number;
+  /** The service's registry: requests by route and jobs created (see kit's metrics). */
+  metrics?: Registry;
 }
 
 export interface Gateway {
@@ -44,8 +52,11 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
   const authenticator = new Authenticator(rpc, {
     ttlMs: dependencies.authCacheTtlMs ?? MAX_AUTH_CACHE_TTL_MS,
   });
+  const metrics = dependencies.metrics;
+  const requests = metrics && httpMetrics(metrics);
   const publicApp = await buildPublicApp({
     logger,
+    httpMetrics: requests,
     rpc,
     jobReads: new JobReads(rpc, waiters),
     jobSubmissions: new JobSubmissions({
@@ -53,6 +64,7 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
       objectStore,
       budgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
       maxConcurrent: dependencies.maxConcurrentCreations ?? 256,
+      jobsCreated: metrics && jobCreationMetrics(metrics),
     }),
     authenticator,
     limiter,
@@ -61,6 +73,7 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
   publicApp.addHook('preClose', async () => waiters.wakeAll());
   const adminApp = await buildAdminApp({
     logger: logger.child({ api: 'admin' }),
+    httpMetrics: requests,
     rpc,
     adminToken: dependencies.adminToken,
   });

@@ -1,4 +1,9 @@
-import { objectStoreConfigFrom, runService } from '@tamp/kit';
+import {
+  jobOutcomeMetrics,
+  objectStoreConfigFrom,
+  observeQueueBacklog,
+  runService,
+} from '@tamp/kit';
 import { JOB_INDEXES } from './adapters/job-repository';
 import { configSchema, jobSettingsFrom } from './config';
 import { startJobService } from './service';
@@ -24,7 +29,10 @@ await runService({
       store,
       logger,
       settings: jobSettingsFrom(config),
+      metrics: jobOutcomeMetrics(context.metrics),
     });
+    // The job service owns the queue, so it alone exports every consumer's backlog.
+    observeQueueBacklog(context.metrics, nats, Object.values(topology.consumers));
     // Registered after NATS, so it runs before NATS drains: stop taking requests first.
     context.shutdown.register('job-service', () => service.stop());
   },

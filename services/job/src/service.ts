@@ -1,4 +1,4 @@
-import type { Db, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
+import type { Db, JobOutcomeMetrics, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
 import { AdmissionRepository } from './adapters/admission-repository';
 import { IdempotencyRepository } from './adapters/idempotency-repository';
@@ -26,6 +26,7 @@ export interface JobServiceDependencies {
   settings?: Partial<JobSettings>;
   /** The service's notion of now (tests move it to reach retention or staleness). */
   clock?: () => Date;
+  metrics?: JobOutcomeMetrics;
 }
 
 export interface RunningJobService {
@@ -47,7 +48,7 @@ export async function startJobService(
   const admissions = new AdmissionRepository(db);
   const messaging = new JobMessaging(nats, topology, logger);
 
-  const settlement = new Settlement(jobs, messaging, rpc, logger);
+  const settlement = new Settlement(jobs, messaging, rpc, logger, dependencies.metrics);
   const reads = new JobReads(
     new JobRepository(dependencies.readDb ?? db),
     store,

@@ -1,4 +1,4 @@
-import { nameHttpServerSpan } from '@tamp/kit';
+import { type HttpMetrics, nameHttpServerSpan } from '@tamp/kit';
 import Fastify from 'fastify';
 import {
   serializerCompiler,
@@ -17,6 +17,7 @@ import {
   requestIdFor,
   rewriteUndecodablePath,
 } from './plugins/envelope';
+import { httpMetricsPlugin } from './plugins/http-metrics';
 import { openapiPlugin } from './plugins/openapi';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { adminRoutes } from './routes/admin';
@@ -31,6 +32,8 @@ export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
 export interface GatewayOptions {
   logger: Logger;
+  /** Requests by route (absent in tests that do not read them). */
+  httpMetrics?: HttpMetrics;
 }
 
 export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
@@ -65,6 +68,9 @@ function baseApp(logger: Logger, trustProxy: boolean) {
 /** The public API. Features register as encapsulated plugins under /v1. */
 export async function buildPublicApp(options: PublicAppOptions) {
   const app = baseApp(options.logger, true);
+  if (options.httpMetrics) {
+    await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'public' });
+  }
   await app.register(envelopePlugin);
   await app.register(openapiPlugin);
   await app.register(
@@ -89,6 +95,9 @@ export interface AdminAppOptions extends GatewayOptions {
 /** The admin API, on its own port, for operators and the admin CLI. */
 export async function buildAdminApp(options: AdminAppOptions) {
   const app = baseApp(options.logger, false);
+  if (options.httpMetrics) {
+    await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'admin' });
+  }
   await app.register(envelopePlugin);
   await app.register(
     async (admin) => {

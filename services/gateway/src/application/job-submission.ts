@@ -1,4 +1,4 @@
-import type { ObjectStore, Rpc } from '@tamp/kit';
+import type { JobCreationMetrics, ObjectStore, Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
   jobEndpoints,
@@ -28,6 +28,8 @@ export interface JobSubmissionOptions {
   budgetMs: number;
   /** Creations forwarded at once before new ones are shed (MAX_CONCURRENT_CREATIONS). */
   maxConcurrent: number;
+  /** Jobs created by pipeline and preset (absent in tests that do not read them). */
+  jobsCreated?: JobCreationMetrics;
 }
 
 /** Shed at once: queued behind this many, the request would miss its budget anyway. */
@@ -65,7 +67,13 @@ export class JobSubmissions {
         idempotencyKey: caller.idempotencyKey,
       };
       const request = await this.createJobRequest(submission, context);
-      return await rpc.call(jobEndpoints.createJob, request, { timeoutMs: budgetMs, deadline });
+      const created = await rpc.call(jobEndpoints.createJob, request, {
+        timeoutMs: budgetMs,
+        deadline,
+      });
+      const preset = submission.body.preset ?? 'custom';
+      this.options.jobsCreated?.inc({ pipeline: submission.pipeline, preset });
+      return created;
     } finally {
       this.inFlight--;
     }

@@ -1,4 +1,4 @@
-import type { Logger, Rpc } from '@tamp/kit';
+import type { JobOutcomeMetrics, Logger, Rpc } from '@tamp/kit';
 import { billingEndpoints } from '@tamp/proto';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
@@ -21,6 +21,8 @@ export class Settlement {
     private readonly messaging: JobMessaging,
     private readonly rpc: Rpc,
     private readonly logger: Logger,
+    /** Terminal jobs and their duration (absent in tests that do not read them). */
+    private readonly metrics?: JobOutcomeMetrics,
   ) {}
 
   async settle(job: JobDocument): Promise<void> {
@@ -41,6 +43,17 @@ export class Settlement {
       try {
         await messaging.publishEvent(jobEventOf(job));
         await jobs.markDone(job._id, { eventPublished: true });
+        // Counted with the event, which is published once per job (its outbox flag).
+        this.metrics?.finished.inc({
+          pipeline: job.pipeline,
+          status: job.status,
+          mode: job.inline ? 'inline' : 'queued',
+        });
+        const finishedAt = job.completedAt ?? job.updatedAt;
+        this.metrics?.duration.observe(
+          { pipeline: job.pipeline, status: job.status },
+          (finishedAt.getTime() - job.createdAt.getTime()) / 1000,
+        );
       } catch (error) {
         logger.warn(
           { err: error, jobId: job._id },

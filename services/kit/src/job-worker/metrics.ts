@@ -37,7 +37,16 @@ export function jobWorkerMetrics(registry: Registry): JobWorkerMetrics {
       admissionWaits: registry.getSingleMetric(NAMES.admissionWaits) as Counter<'reason'>,
     };
   }
+  const admissionWaits = new Counter({
+    name: NAMES.admissionWaits,
+    help: 'Times a free slot stayed unused because the machine could carry no more (reason: cpu, memory, budget)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  // Zero from the start, so a dashboard shows "no waits" rather than "no data".
+  for (const reason of ['cpu', 'memory', 'budget']) admissionWaits.inc({ reason }, 0);
   return {
+    admissionWaits,
     processed: new Counter({
       name: NAMES.processed,
       help: 'Jobs handled by this worker, by outcome (completed, retried, failed, skipped, handed_back, rejected)',
@@ -55,12 +64,6 @@ export function jobWorkerMetrics(registry: Registry): JobWorkerMetrics {
       name: NAMES.inFlight,
       help: 'Jobs being processed right now',
       labelNames: ['mode'],
-      registers: [registry],
-    }),
-    admissionWaits: new Counter({
-      name: NAMES.admissionWaits,
-      help: 'Times a free slot stayed unused because the machine could carry no more (reason: cpu, memory, budget)',
-      labelNames: ['reason'],
       registers: [registry],
     }),
   };

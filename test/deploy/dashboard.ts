@@ -1,0 +1,45 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../../scripts/infra/provision';
+
+export const DASHBOARD_FILE = join(PROJECT_ROOT, 'charts/tamp/dashboards/tamp.json');
+
+export interface PanelQuery {
+  panel: string;
+  expr: string;
+}
+
+interface Panel {
+  title: string;
+  type: string;
+  targets?: Array<{ expr: string }>;
+}
+
+/** Every query of every panel of the chart's Grafana dashboard. */
+export async function dashboardQueries(): Promise<PanelQuery[]> {
+  const dashboard = JSON.parse(await readFile(DASHBOARD_FILE, 'utf8')) as { panels: Panel[] };
+  return dashboard.panels.flatMap((panel) =>
+    (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })),
+  );
+}
+
+/**
+ * A panel query as Prometheus receives it from Grafana: the dashboard's `$namespace` variable
+ * and Grafana's `$__rate_interval` replaced by values.
+ */
+export function asPromQL(expr: string, values: { namespace: string; rateInterval: string }) {
+  return expr
+    .replaceAll('$namespace', values.namespace)
+    .replaceAll('$__rate_interval', values.rateInterval);
+}
+
+/**
+ * The metric names a query reads. Every query selects by namespace, so each metric is written
+ * `name{…}`; a selector without a name would escape this check and is reported as `{`.
+ */
+export function metricNames(expr: string): string[] {
+  const withoutStrings = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  return [...withoutStrings.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\{/g)].map(
+    (match) => match[1] ?? '{',
+  );
+}
