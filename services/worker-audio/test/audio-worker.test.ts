@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
-import { startAudioWorker } from '../src/service';
+import { startWorkerAudioService } from '../src/service';
 
 const worker = useWorkerHarness({
   name: 'audio-worker',
   concurrency: 1,
   start: (dependencies) =>
-    startAudioWorker({
+    startWorkerAudioService({
       ...dependencies,
       config: {
         ...dependencies.config,

@@ -3,7 +3,7 @@ import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
-import { startImageWorker } from '../src/service';
+import { startWorkerImageService } from '../src/service';
 import { ImageFixtures } from './support/fixtures';
 
 let fixtures: ImageFixtures;
@@ -17,7 +17,7 @@ const worker = useWorkerHarness({
   name: 'image-worker',
   concurrency: 2,
   start: (dependencies) =>
-    startImageWorker({
+    startWorkerImageService({
       ...dependencies,
       config: {
         ...dependencies.config,
