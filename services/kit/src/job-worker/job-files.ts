@@ -12,19 +12,16 @@ import { PermanentJobError } from './types';
 /** What a pipeline runner needs of the object store. */
 export type JobFileStore = Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
 
-type UploadInput = Extract<JobWorkMessage['input'], { kind: 'upload' }>;
-
 /** Downloads the job's upload to `path`; a job without one can never run (media pipelines). */
 async function downloadUpload(
   store: JobFileStore,
   work: JobWorkMessage,
   path: string,
-): Promise<UploadInput> {
+): Promise<void> {
   if (work.input.kind !== 'upload') {
     throw new PermanentJobError(`An ${work.pipeline} job needs an uploaded file`);
   }
   await store.downloadToFile(work.input.key, path);
-  return work.input;
 }
 
 /**
