@@ -234,12 +234,15 @@ export class Tamp {
   async waitForJob(id: string, options: WaitOptions = {}): Promise<PublicJob> {
     const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
     for (;;) {
-      const remainingSeconds = Math.ceil((deadline - Date.now()) / 1000);
-      const wait = Math.max(0, Math.min(LIMITS.waitSeconds.max, remainingSeconds));
+      // `wait` is whole seconds: rounded down so the server never holds past the caller's time;
+      // the last fraction of a second is slept here, followed by one final read.
+      const remainingMs = deadline - Date.now();
+      const wait = Math.max(0, Math.min(LIMITS.waitSeconds.max, Math.floor(remainingMs / 1000)));
       const job = await this.getJob(id, { wait, signal: options.signal });
       options.onUpdate?.(job);
       if (TERMINAL_STATUSES.includes(job.status)) return job;
       if (Date.now() >= deadline) throw new TampTimeoutError(job);
+      if (wait === 0) await sleep(deadline - Date.now(), options.signal);
     }
   }
 

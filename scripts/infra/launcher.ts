@@ -54,7 +54,8 @@ interface ServerDefinition {
   user?: string;
   /** True once the server answers. */
   probe: () => Promise<boolean>;
-  /** PostgreSQL's fast shutdown is SIGINT (SIGTERM waits for every client to leave). */
+  /** The signal that stops it, from its launcher or at its launcher's death (PostgreSQL: SIGINT,
+   * its fast shutdown; SIGTERM waits for every client to leave). */
   stopSignal?: NodeJS.Signals;
 }
 
@@ -83,6 +84,7 @@ class LaunchedServer implements ServerProcess {
     const child = spawnOwned(definition.file, definition.args, {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...definition.env },
       user: definition.user,
+      deathSignal: definition.stopSignal,
     });
     this.child = child;
     const log = createWriteStream(this.logFile, { flags: 'a' });

@@ -16,6 +16,11 @@ export interface OwnedProcessOptions {
   cwd?: string;
   /** Run as this user (a root launcher starts PostgreSQL, which refuses root, as `postgres`). */
   user?: string;
+  /**
+   * What the program gets when its launcher dies (SIGTERM by default): the signal that stops it
+   * promptly, e.g. SIGINT for PostgreSQL, whose SIGTERM waits for every client to leave.
+   */
+  deathSignal?: NodeJS.Signals;
 }
 
 /**
@@ -34,7 +39,7 @@ export function spawnOwned(
   const [command, commandArgs] =
     SETPRIV === undefined
       ? [file, args]
-      : [SETPRIV, [...user, '--pdeathsig', 'SIGTERM', '--', file, ...args]];
+      : [SETPRIV, [...user, '--pdeathsig', options.deathSignal ?? 'SIGTERM', '--', file, ...args]];
   const child = spawn(command, commandArgs, {
     env: options.env,
     cwd: options.cwd,

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchStack } from '../bench/bench-stack';
 import type { ServerName } from '../infra/launcher';
@@ -55,16 +56,17 @@ export async function injectFault(
       break;
     }
     case 'pause': {
-      // The whole process group: PostgreSQL serves each connection from a child process, so
-      // stopping the postmaster alone would only stop new connections.
-      const pid = -serverPid(stack, target as ServerName);
-      process.kill(pid, 'SIGSTOP');
+      // The server and every process it forked: PostgreSQL serves each connection from a child
+      // that starts a session of its own, so neither the postmaster alone nor its process group
+      // would stop the queries already connected.
+      const pids = processTree(serverPid(stack, target as ServerName));
+      for (const pid of pids) signalIfAlive(pid, 'SIGSTOP');
       try {
         await sleep(pauseMs / 2);
         readyDuringPause = await isReady(stack, 'job');
         await sleep(pauseMs / 2);
       } finally {
-        process.kill(pid, 'SIGCONT');
+        for (const pid of pids.toReversed()) signalIfAlive(pid, 'SIGCONT');
       }
       break;
     }
@@ -92,6 +94,22 @@ async function isReady(stack: BenchStack, name: ServiceName): Promise<boolean> {
     return response.status === 200;
   } catch {
     return false;
+  }
+}
+
+/** `pid` and its descendants, parents first (Linux: /proc/<pid>/task/<tid>/children). */
+function processTree(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean),
+  );
+  return [pid, ...children.flatMap((child) => processTree(Number(child)))];
+}
+
+function signalIfAlive(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Gone meanwhile (a backend whose client left): nothing to stop or resume.
   }
 }
 

@@ -4,6 +4,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { creditCost } from '@tamp/proto';
 import { MongoClient } from 'mongodb';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -494,7 +495,8 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
 
     const wav = join(dataDir, 'burst.wav');
     await generateLongWav(wav, 40);
-    const audioId = await upload('burst.wav', await readFile(wav));
+    const wavBytes = await readFile(wav);
+    const audioId = await upload('burst.wav', wavBytes);
     const before = await credits();
     const jobIds: string[] = [];
     for (let index = 0; index < 6; index++) {
@@ -532,7 +534,10 @@ describe('Tamp on a real one-node Kubernetes cluster', () => {
     }
     await sleep(3_000);
     for (const id of jobIds) expect(await ledgerOf(id), id).toEqual({ reserve: 1, refund: 0 });
-    expect(before - (await credits())).toBe(jobIds.length);
+    // Credits follow the input's size: a 40 s WAV costs more than one.
+    expect(before - (await credits())).toBe(
+      jobIds.length * creditCost('audio', wavBytes.byteLength),
+    );
 
     await pollUntil(
       'worker-audio back to its minimum after the window',

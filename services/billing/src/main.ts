@@ -1,7 +1,7 @@
 import { runService } from '@tamp/kit';
 import { BILLING_INDEXES } from './adapters/documents';
 import { configSchema } from './config';
-import { startBilling } from './service';
+import { startBillingService } from './service';
 
 await runService({
   name: 'billing',
@@ -10,7 +10,7 @@ await runService({
     const { config } = context;
     const { nats, topology } = await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
     const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, BILLING_INDEXES);
-    const billing = await startBilling({
+    const billing = await startBillingService({
       nats,
       topology,
       db,

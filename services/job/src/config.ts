@@ -1,7 +1,7 @@
 import { mongoEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
 import { LIMITS } from '@tamp/proto';
 import { z } from 'zod';
-import type { JobSettings } from './context';
+import type { JobSettings } from './application/job-settings';
 
 /** Defaults of every tunable; tests override single values. */
 export const DEFAULT_JOB_SETTINGS: JobSettings = {

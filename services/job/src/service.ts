@@ -1,16 +1,18 @@
 import type { Db, Logger, NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
-import { jobEndpoints, LIMITS, type Topology } from '@tamp/proto';
+import type { Topology } from '@tamp/proto';
 import { AdmissionRepository } from './adapters/admission-repository';
 import { IdempotencyRepository } from './adapters/idempotency-repository';
 import { JobRepository } from './adapters/job-repository';
 import { JobMessaging } from './adapters/messaging';
-import { Sweeper, type SweepReport } from './adapters/sweeper';
-import { JobAttempts } from './attempts';
+import { serveJobEndpoints } from './api/endpoints';
+import { JobAdmission } from './application/job-admission';
+import { JobAttempts } from './application/job-attempts';
+import { JobCreation } from './application/job-creation';
+import { JobReads } from './application/job-reads';
+import type { JobSettings } from './application/job-settings';
+import { Settlement } from './application/settlement';
+import { Sweeper, type SweepReport } from './application/sweeper';
 import { DEFAULT_JOB_SETTINGS } from './config';
-import type { JobContext, JobSettings } from './context';
-import { JobCreation } from './creation';
-import { JobReads } from './reads';
-import { Settlement } from './settlement';
 
 export interface JobServiceDependencies {
   db: Db;
@@ -38,49 +40,52 @@ export async function startJobService(
   dependencies: JobServiceDependencies,
 ): Promise<RunningJobService> {
   const { db, nats, topology, rpc, store, logger } = dependencies;
-  const context: JobContext = {
-    jobs: new JobRepository(db),
-    jobReads: new JobRepository(dependencies.readDb ?? db),
-    claims: new IdempotencyRepository(db),
-    admissions: new AdmissionRepository(db),
-    messaging: new JobMessaging(nats, topology, logger),
+  const settings = { ...DEFAULT_JOB_SETTINGS, ...dependencies.settings };
+  const clock = dependencies.clock ?? (() => new Date());
+  const jobs = new JobRepository(db);
+  const claims = new IdempotencyRepository(db);
+  const admissions = new AdmissionRepository(db);
+  const messaging = new JobMessaging(nats, topology, logger);
+
+  const settlement = new Settlement(jobs, messaging, rpc, logger);
+  const reads = new JobReads(
+    new JobRepository(dependencies.readDb ?? db),
+    store,
+    settings.cursorSecret,
+  );
+  const admission = new JobAdmission({
+    jobs,
+    admissions,
+    claims,
+    messaging,
+    reads,
+    settlement,
+    rpc,
+    settings,
+    clock,
+    logger,
+  });
+  const creation = new JobCreation(admission, jobs, admissions, claims, reads, settings, clock);
+  const attempts = new JobAttempts(jobs, settlement, settings, clock, logger);
+  const sweeper = new Sweeper({
+    jobs,
+    claims,
+    admissions,
+    messaging,
+    settlement,
     rpc,
     store,
+    settings,
+    clock,
     logger,
-    settings: { ...DEFAULT_JOB_SETTINGS, ...dependencies.settings },
-    clock: dependencies.clock ?? (() => new Date()),
-  };
-  const settlement = new Settlement(context);
-  const reads = new JobReads(context);
-  const creation = new JobCreation(context, reads, settlement);
-  const attempts = new JobAttempts(context, settlement);
-  const sweeper = new Sweeper(context, settlement);
+  });
 
-  const subscriptions = [
-    rpc.serve(jobEndpoints.createJob, (request, { deadline }) =>
-      creation.create(request, deadline ?? Date.now() + LIMITS.createJobBudgetMs),
-    ),
-    rpc.serve(jobEndpoints.getJob, ({ accountId, jobId }) => reads.getJob(accountId, jobId)),
-    rpc.serve(jobEndpoints.listJobs, (request) => reads.listJobs(request)),
-    rpc.serve(jobEndpoints.beginAttempt, ({ jobId, attempt, worker }) =>
-      attempts.begin(jobId, attempt, worker),
-    ),
-    rpc.serve(jobEndpoints.completeJob, (report) => attempts.complete(report)),
-    rpc.serve(jobEndpoints.handBackAttempt, ({ jobId, attempt }) =>
-      attempts.handBack(jobId, attempt),
-    ),
-    rpc.serve(jobEndpoints.failAttempt, ({ jobId, attempt, error, permanent }) =>
-      attempts.failAttempt(jobId, attempt, error, permanent),
-    ),
-  ];
-  // Subscriptions are live on the server once flushed; callers may use them right away.
-  await nats.flush();
-  sweeper.start(context.settings.sweepIntervalMs);
-
+  const endpoints = await serveJobEndpoints(rpc, { creation, reads, attempts });
+  sweeper.start(settings.sweepIntervalMs);
   return {
     async stop() {
       await sweeper.stop();
-      for (const subscription of subscriptions) subscription.unsubscribe();
+      await endpoints.stop();
     },
     sweep: (now) => sweeper.sweep(now),
   };

@@ -41,8 +41,7 @@ const complete = (jobId: string, attempt: number, outputKey: string | null = nul
     },
     usage: { inputBytes: 1000, audioSeconds: 3 },
   });
-const stored = (jobId: string) =>
-  harness.db.collection(JOBS_COLLECTION).findOne({ _id: jobId as never });
+const stored = (jobId: string) => harness.storedJob(jobId);
 const getJob = (jobId: string) => harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
 const refundsOf = (jobId: string) => harness.refundCalls.filter((call) => call.jobId === jobId);
 

@@ -63,9 +63,7 @@ describe('queued creation', () => {
       },
       operations: [{ type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } }],
     });
-    const stored = await harness.db
-      .collection(JOBS_COLLECTION)
-      .findOne({ _id: request.jobId as never });
+    const stored = await harness.storedJob(request.jobId);
     expect(stored).toMatchObject({
       status: 'created',
       inline: false,
@@ -399,9 +397,7 @@ describe('inline path', () => {
         inline: true,
         error: 'cannot trim that',
       });
-      const stored = await harness.db
-        .collection(JOBS_COLLECTION)
-        .findOne({ _id: request.jobId as never });
+      const stored = await harness.storedJob(request.jobId);
       expect(stored).toMatchObject({ refundPending: false, eventPublished: true });
     },
   );
@@ -423,9 +419,7 @@ describe('inline path', () => {
     expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(0);
     expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
     expect(await harness.eventsFor(request.jobId)).toHaveLength(0);
-    const stored = await harness.db
-      .collection(JOBS_COLLECTION)
-      .findOne({ _id: request.jobId as never });
+    const stored = await harness.storedJob(request.jobId);
     // The inline attempt is not one of the queued attempts: all of them are still ahead.
     expect(stored).toMatchObject({
       status: 'created',

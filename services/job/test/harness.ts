@@ -30,8 +30,9 @@ import {
 } from '@tamp/proto';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { JOB_INDEXES } from '../src/adapters/job-repository';
-import type { JobSettings } from '../src/context';
+import { JOB_INDEXES, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import type { JobSettings } from '../src/application/job-settings';
+import type { JobDocument } from '../src/domain/job';
 import { type RunningJobService, startJobService } from '../src/service';
 
 export type CreateJobInput = EndpointRequest<(typeof jobEndpoints)['createJob']>;
@@ -204,6 +205,11 @@ export class JobHarness {
     return messages;
   }
 
+  /** The job as stored, read on the service's own database. */
+  storedJob(jobId: string): Promise<JobDocument | null> {
+    return this.db.collection<JobDocument>(JOBS_COLLECTION).findOne({ _id: jobId });
+  }
+
   async workFor(jobId: string) {
     const all = await this.streamMessages(this.topology.streams.jobs.name);
     return all.filter((message) => message.body.jobId === jobId);
@@ -219,21 +225,31 @@ export function newAccount(): string {
   return newId('account');
 }
 
-const TRIM = [{ type: 'trim' as const, params: { intensity: 50 } }];
-
-export function textRequest(accountId: string, text: string, extra: Partial<CreateJobInput> = {}) {
+/** A createJob request of `pipeline` with nothing optional set; `extra` overrides any field. */
+function request(
+  accountId: string,
+  pipeline: CreateJobInput['pipeline'],
+  operations: CreateJobInput['operations'],
+  source: CreateJobInput['source'],
+  extra: Partial<CreateJobInput>,
+): CreateJobInput {
   return {
     jobId: newId('job'),
     accountId,
-    pipeline: 'text',
-    operations: TRIM,
-    source: { kind: 'text', text },
+    pipeline,
+    operations,
+    source,
     webhookUrl: null,
     idempotencyKey: null,
-    requestHash: 'hash-text',
+    requestHash: `hash-${pipeline}`,
     maxUploadBytes: 25 * MB,
     ...extra,
   } as CreateJobInput;
+}
+
+export function textRequest(accountId: string, text: string, extra: Partial<CreateJobInput> = {}) {
+  const trim = [{ type: 'trim' as const, params: { intensity: 50 } }];
+  return request(accountId, 'text', trim, { kind: 'text', text }, extra);
 }
 
 export function audioRequest(
@@ -241,18 +257,7 @@ export function audioRequest(
   uploadId: string,
   extra: Partial<CreateJobInput> = {},
 ) {
-  return {
-    jobId: newId('job'),
-    accountId,
-    pipeline: 'audio',
-    operations: [{ type: 'encode' }],
-    source: { kind: 'upload', uploadId },
-    webhookUrl: null,
-    idempotencyKey: null,
-    requestHash: 'hash-audio',
-    maxUploadBytes: 25 * MB,
-    ...extra,
-  } as CreateJobInput;
+  return request(accountId, 'audio', [{ type: 'encode' }], { kind: 'upload', uploadId }, extra);
 }
 
 export function imageRequest(
@@ -260,18 +265,8 @@ export function imageRequest(
   uploadId: string,
   extra: Partial<CreateJobInput> = {},
 ) {
-  return {
-    jobId: newId('job'),
-    accountId,
-    pipeline: 'image',
-    operations: [{ type: 'encode', params: { format: 'webp' } }],
-    source: { kind: 'upload', uploadId },
-    webhookUrl: null,
-    idempotencyKey: null,
-    requestHash: 'hash-image',
-    maxUploadBytes: 25 * MB,
-    ...extra,
-  } as CreateJobInput;
+  const encode = [{ type: 'encode' as const, params: { format: 'webp' as const } }];
+  return request(accountId, 'image', encode, { kind: 'upload', uploadId }, extra);
 }
 
 export async function errorOf(promise: Promise<unknown>): Promise<ServiceError> {

@@ -12,8 +12,6 @@ import {
 } from '@tamp/kit';
 import { jobEndpoints } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOBS_COLLECTION } from '../src/adapters/job-repository';
-import type { JobDocument } from '../src/domain/job';
 import { imageRequest, JobHarness, newAccount } from './harness';
 
 /**
@@ -103,10 +101,7 @@ async function upload(bytes?: Buffer): Promise<string> {
   return uploadId;
 }
 
-const stored = async (jobId: string) =>
-  (await harness.db
-    .collection(JOBS_COLLECTION)
-    .findOne({ _id: jobId as never })) as JobDocument | null;
+const stored = (jobId: string) => harness.storedJob(jobId);
 const runsOf = (jobId: string) =>
   runs.filter((run) => run.jobId === jobId).map(({ mode, attempt }) => ({ mode, attempt }));
 const refundsOf = (jobId: string) => harness.refundCalls.filter((call) => call.jobId === jobId);

@@ -85,6 +85,13 @@ describe('getJob', () => {
   });
 
   it('answers queued text jobs from inline text with the stored output as outputText', async () => {
+    const metrics = {
+      inputSize: 11,
+      outputSize: 13,
+      compressionRatio: 0.846,
+      operationsApplied: ['trim'],
+      processingMs: 1,
+    };
     const id = created[4] as string;
     const key = `results/${accountId}/${id}/result.txt`;
     await harness.store.putBuffer(key, 'queued output', 'text/plain');
@@ -97,13 +104,7 @@ describe('getJob', () => {
           result: {
             outputKey: key,
             outputText: null,
-            metrics: {
-              inputSize: 11,
-              outputSize: 13,
-              compressionRatio: 0.846,
-              operationsApplied: ['trim'],
-              processingMs: 1,
-            },
+            metrics,
             expired: false,
           },
           eventPublished: true,
@@ -113,13 +114,7 @@ describe('getJob', () => {
     const job = await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId: id });
     expect(job.result).toEqual({
       outputText: 'queued output',
-      metrics: {
-        inputSize: 11,
-        outputSize: 13,
-        compressionRatio: 0.846,
-        operationsApplied: ['trim'],
-        processingMs: 1,
-      },
+      metrics,
     });
   });
 });

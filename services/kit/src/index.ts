@@ -9,5 +9,6 @@ export * from './ops-server';
 export * from './rpc';
 export * from './service';
 export * from './shutdown';
+export * from './stream-consumer';
 export * from './tracing';
 export * from './transient-errors';

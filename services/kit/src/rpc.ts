@@ -176,11 +176,13 @@ export type EndpointHandler<Endpoint extends AnyEndpoint> = (
 ) => Promise<z.input<Endpoint['response']>>;
 
 /**
- * A service's endpoints, served together and stopped together (each drained, so requests under
- * way are answered): the one stop rule of every service.
+ * A service's endpoints, served together and stopped together: the one stop rule of every
+ * service. Stopping drains each subscription (requests already delivered are still handled),
+ * then waits for the handlers under way, so their answers leave before the connection closes.
  */
 export class EndpointGroup {
   private readonly subscriptions: Subscription[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly rpc: Rpc) {}
 
@@ -188,7 +190,16 @@ export class EndpointGroup {
     endpoint: Endpoint,
     handler: EndpointHandler<Endpoint>,
   ): this {
-    this.subscriptions.push(this.rpc.serve(endpoint, handler));
+    const tracked: EndpointHandler<Endpoint> = (request, meta) => {
+      const running = handler(request, meta);
+      const settled: Promise<unknown> = running.then(
+        () => this.inFlight.delete(settled),
+        () => this.inFlight.delete(settled),
+      );
+      this.inFlight.add(settled);
+      return running;
+    };
+    this.subscriptions.push(this.rpc.serve(endpoint, tracked));
     return this;
   }
 
@@ -204,6 +215,7 @@ export class EndpointGroup {
         subscription.isClosed() ? undefined : subscription.drain().catch(() => undefined),
       ),
     );
+    await Promise.all(this.inFlight);
   }
 }
 

@@ -1,7 +1,7 @@
 import { objectStoreConfigFrom, runService } from '@tamp/kit';
 import { UPLOAD_INDEXES } from './adapters/upload-repository';
 import { configSchema } from './config';
-import { startUpload } from './service';
+import { startUploadService } from './service';
 
 await runService({
   name: 'upload',
@@ -11,7 +11,7 @@ await runService({
     const { rpc } = await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
     const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, UPLOAD_INDEXES);
     const store = await context.openObjectStore(objectStoreConfigFrom(config));
-    const upload = startUpload({
+    const upload = await startUploadService({
       rpc,
       db,
       store,

@@ -1,19 +1,15 @@
+import { insertIfAbsent } from '@tamp/kit';
 import { isId, type Plan, ServiceError } from '@tamp/proto';
 import type { Collection, Db } from 'mongodb';
 import { billingPeriodAt } from '../domain/billing-period';
 import type { PlanCatalog } from '../domain/plans';
 import { secretInGrace } from '../domain/webhook-secret';
-import {
-  type AccountDocument,
-  COLLECTIONS,
-  isDuplicateKeyError,
-  type LedgerEntry,
-} from './documents';
+import { type AccountDocument, COLLECTIONS, type LedgerEntry } from './documents';
 
 /** Accounts, and the period rollover of their credit allowance. */
 export class AccountStore {
   readonly accounts: Collection<AccountDocument>;
-  private readonly ledger: Collection<LedgerEntry>;
+  readonly ledger: Collection<LedgerEntry>;
 
   constructor(
     db: Db,
@@ -72,23 +68,19 @@ export class AccountStore {
       const period = billingPeriodAt(this.now(), account.billingCycleAnchor);
       if (period.start.getTime() <= account.periodStart.getTime()) return account;
       const allowance = this.plans[account.plan].creditsPerPeriod;
-      await this.ledger
-        .insertOne({
-          _id: `period:${accountId}:${period.start.toISOString()}`,
-          kind: 'period',
-          accountId,
-          jobId: null,
-          credits: allowance,
-          state: 'applied',
-          allowance: null,
-          granted: null,
-          periodStart: period.start,
-          createdAt: this.now(),
-          appliedAt: this.now(),
-        })
-        .catch((error: unknown) => {
-          if (!isDuplicateKeyError(error)) throw error;
-        });
+      await insertIfAbsent(this.ledger, {
+        _id: `period:${accountId}:${period.start.toISOString()}`,
+        kind: 'period',
+        accountId,
+        jobId: null,
+        credits: allowance,
+        state: 'applied',
+        allowance: null,
+        granted: null,
+        periodStart: period.start,
+        createdAt: this.now(),
+        appliedAt: this.now(),
+      });
       await this.accounts.updateOne(
         { _id: accountId, periodStart: account.periodStart },
         {

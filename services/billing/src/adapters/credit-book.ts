@@ -1,19 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { insertIfAbsent } from '@tamp/kit';
 import { isId, ServiceError } from '@tamp/proto';
-import type { Collection, Db, Filter, UpdateFilter } from 'mongodb';
+import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import {
   type CreditMovement,
   refundMovement,
   reservationMovement,
 } from '../domain/credit-movement';
 import type { AccountStore } from './account-store';
-import {
-  type AccountDocument,
-  COLLECTIONS,
-  isDuplicateKeyError,
-  type LedgerEntry,
-  type LedgerKind,
-} from './documents';
+import type { AccountDocument, LedgerEntry, LedgerKind } from './documents';
 
 /** Where an account remembers reservations released before they were applied (see refund). */
 const RELEASED_FIELD = 'releasedReservations';
@@ -76,12 +71,12 @@ interface PostingOutcome {
 export class CreditBook {
   private readonly ledger: Collection<LedgerEntry>;
 
+  /** The ledger is the account store's: a period rollover writes its entries too. */
   constructor(
-    db: Db,
     private readonly accountStore: AccountStore,
     private readonly now: () => Date,
   ) {
-    this.ledger = db.collection<LedgerEntry>(COLLECTIONS.ledger);
+    this.ledger = accountStore.ledger;
   }
 
   /** Allowance first, then granted credits; INSUFFICIENT_CREDITS (nothing taken) when short. */
@@ -265,25 +260,19 @@ export class CreditBook {
 
   /** True when this call created the pending entry, false when it existed already. */
   private async insertPending(request: PostingRequest): Promise<boolean> {
-    try {
-      await this.ledger.insertOne({
-        _id: request.entryId,
-        kind: request.kind,
-        accountId: request.accountId,
-        jobId: request.jobId,
-        credits: request.credits,
-        state: 'pending',
-        allowance: null,
-        granted: null,
-        periodStart: null,
-        createdAt: this.now(),
-        appliedAt: null,
-      });
-      return true;
-    } catch (error) {
-      if (isDuplicateKeyError(error)) return false;
-      throw error;
-    }
+    return insertIfAbsent(this.ledger, {
+      _id: request.entryId,
+      kind: request.kind,
+      accountId: request.accountId,
+      jobId: request.jobId,
+      credits: request.credits,
+      state: 'pending',
+      allowance: null,
+      granted: null,
+      periodStart: null,
+      createdAt: this.now(),
+      appliedAt: null,
+    });
   }
 
   private async markApplied(

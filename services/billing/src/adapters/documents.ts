@@ -91,9 +91,3 @@ export const BILLING_INDEXES: IndexSpecification[] = [
   { collection: COLLECTIONS.ledger, name: 'account', keys: { accountId: 1, createdAt: 1 } },
   { collection: COLLECTIONS.usage, name: 'account_period', keys: { accountId: 1, completedAt: 1 } },
 ];
-
-export function isDuplicateKeyError(error: unknown): boolean {
-  return (
-    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000
-  );
-}

@@ -1,8 +1,9 @@
+import { insertIfAbsent } from '@tamp/kit';
 import type { JobEvent, Pipeline } from '@tamp/proto';
 import type { Collection, Db } from 'mongodb';
 import type { BillingPeriod } from '../domain/billing-period';
 import type { PipelineUsageTotals } from '../domain/usage-summary';
-import { COLLECTIONS, isDuplicateKeyError, type UsageDocument } from './documents';
+import { COLLECTIONS, type UsageDocument } from './documents';
 
 /** One usage record per completed job (`_id`: job id), summed per period on read. */
 export class UsageStore {
@@ -15,22 +16,16 @@ export class UsageStore {
   /** Records a completed job; a redelivered event finds its record and counts nothing. */
   async recordCompleted(event: JobEvent): Promise<boolean> {
     const usage = event.usage;
-    try {
-      await this.usage.insertOne({
-        _id: event.jobId,
-        accountId: event.accountId,
-        pipeline: event.pipeline,
-        inputBytes: usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0,
-        audioSeconds: usage?.audioSeconds ?? 0,
-        megapixels: usage?.megapixels ?? 0,
-        characters: usage?.characters ?? 0,
-        completedAt: new Date(event.completedAt),
-      });
-      return true;
-    } catch (error) {
-      if (isDuplicateKeyError(error)) return false;
-      throw error;
-    }
+    return insertIfAbsent(this.usage, {
+      _id: event.jobId,
+      accountId: event.accountId,
+      pipeline: event.pipeline,
+      inputBytes: usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0,
+      audioSeconds: usage?.audioSeconds ?? 0,
+      megapixels: usage?.megapixels ?? 0,
+      characters: usage?.characters ?? 0,
+      completedAt: new Date(event.completedAt),
+    });
   }
 
   /**

@@ -1,5 +1,6 @@
+import { insertIfAbsent } from '@tamp/kit';
 import type { Collection, Db } from 'mongodb';
-import { ADMISSIONS_COLLECTION, isDuplicateKey } from './job-repository';
+import { ADMISSIONS_COLLECTION } from './job-repository';
 
 /**
  * A job creation between its first side effect and the job's own document: written before
@@ -27,11 +28,7 @@ export class AdmissionRepository {
 
   /** Idempotent: a taker of an orphaned claim reopens the admission of the same job id. */
   async open(admission: AdmissionDocument): Promise<void> {
-    try {
-      await this.admissions.insertOne(admission);
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
+    await insertIfAbsent(this.admissions, admission);
   }
 
   async find(jobId: string): Promise<AdmissionDocument | null> {

@@ -1,5 +1,6 @@
+import { insertIfAbsent } from '@tamp/kit';
 import type { Collection, Db } from 'mongodb';
-import { IDEMPOTENCY_COLLECTION, isDuplicateKey } from './job-repository';
+import { IDEMPOTENCY_COLLECTION } from './job-repository';
 
 /** A claimed `Idempotency-Key`: `_id` is `<accountId>:<key>`, so keys are scoped per account. */
 export interface IdempotencyClaim {
@@ -27,13 +28,7 @@ export class IdempotencyRepository {
 
   /** True when this call made the claim; false when the key was claimed already. */
   async claim(claim: IdempotencyClaim): Promise<boolean> {
-    try {
-      await this.claims.insertOne(claim);
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertIfAbsent(this.claims, claim);
   }
 
   async find(claimId: string): Promise<IdempotencyClaim | null> {

@@ -1,6 +1,6 @@
-import type { IndexSpecification } from '@tamp/kit';
+import { type IndexSpecification, insertIfAbsent } from '@tamp/kit';
 import type { JobStatus, JobType } from '@tamp/proto';
-import { type Collection, type Db, type Filter, MongoServerError } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
 import type { JobDocument } from '../domain/job';
 
 export const JOBS_COLLECTION = 'jobs';
@@ -18,10 +18,6 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   { collection: IDEMPOTENCY_COLLECTION, name: 'created_at', keys: { createdAt: 1 } },
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
-
-export function isDuplicateKey(error: unknown): boolean {
-  return error instanceof MongoServerError && error.code === 11000;
-}
 
 /** What a guarded transition expects to find: the state the decision was made on. */
 export interface ExpectedState {
@@ -62,13 +58,7 @@ export class JobRepository {
 
   /** False when a job with this id exists already. */
   async insert(job: JobDocument): Promise<boolean> {
-    try {
-      await this.jobs.insertOne(job);
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertIfAbsent(this.jobs, job);
   }
 
   async find(jobId: string): Promise<JobDocument | null> {

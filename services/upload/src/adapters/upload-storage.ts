@@ -1,13 +1,17 @@
-import type { ObjectStore } from '@tamp/kit';
+import type { Logger, ObjectStore } from '@tamp/kit';
 import { LIMITS, ServiceError } from '@tamp/proto';
 import type { StoredObjectFacts } from '../domain/consumption';
 
 /**
  * The upload service's use of the bucket. A storage failure becomes UNAVAILABLE (503 with
  * Retry-After at the gateway) instead of an opaque INTERNAL: the client should simply retry.
+ * The cause is logged here, as it does not travel with the answer.
  */
 export class UploadStorage {
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly logger: Logger,
+  ) {}
 
   /** A PUT URL bound to the content type, valid for the spec's 15 minutes. */
   presignPut(key: string, contentType: string): Promise<string> {
@@ -35,7 +39,7 @@ export class UploadStorage {
       return { size: stat.size, contentType: stat.contentType, head };
     } catch (error) {
       if (hasCode(error, 'NoSuchKey') || hasCode(error, 'NotFound')) return undefined;
-      throw unavailable(error);
+      throw this.unavailable(error);
     }
   }
 
@@ -44,15 +48,16 @@ export class UploadStorage {
     try {
       await this.store.remove(key);
     } catch (error) {
-      throw unavailable(error);
+      throw this.unavailable(error);
     }
   }
-}
 
-function unavailable(cause: unknown): ServiceError {
-  const error = new ServiceError('UNAVAILABLE', 'Storage is unavailable; retry shortly');
-  error.cause = cause;
-  return error;
+  private unavailable(cause: unknown): ServiceError {
+    this.logger.warn({ err: cause }, 'storage unavailable');
+    const error = new ServiceError('UNAVAILABLE', 'Storage is unavailable; retry shortly');
+    error.cause = cause;
+    return error;
+  }
 }
 
 function hasCode(error: unknown, code: string): boolean {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FILE_HEADS, fileOf } from '../testing/file-heads';
+import { FILE_HEADS, fileOf } from '../../test/support/file-heads';
 import { detectFormat } from './signature';
 
 describe('detectFormat', () => {

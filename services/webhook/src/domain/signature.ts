@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 
 /** Receivers reject deliveries whose timestamp differs from now by this much or more (spec, Events). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -65,12 +66,9 @@ export function signDelivery(input: DeliverySignatureInput): DeliverySignatureHe
   }
   const body = toBytes(input.body);
   const timestampText = String(timestamp);
-  const standardSignatures = secrets.map(
-    (secret) =>
-      `v1,${createHmac('sha256', standardWebhooksKey(secret))
-        .update(`${webhookId}.${timestampText}.`)
-        .update(body)
-        .digest('base64')}`,
+  const signedAt = new Date(timestamp * 1000);
+  const standardSignatures = secrets.map((secret) =>
+    standardWebhook(secret).sign(webhookId, signedAt, body),
   );
   return {
     'X-Service-Timestamp': timestampText,
@@ -115,9 +113,10 @@ function serviceHmac(secret: string, timestampText: string, body: Buffer): Buffe
     .digest();
 }
 
-// Standard Webhooks keys with the decoded bytes after the prefix; a malformed secret must fail
-// loudly here rather than silently produce signatures no official verifier accepts.
-function standardWebhooksKey(secret: string): Buffer {
+// The Standard Webhooks reference signer (keyed with the bytes after the prefix) decodes any
+// string it is given; a malformed secret must fail loudly here rather than silently produce
+// signatures no official verifier accepts.
+function standardWebhook(secret: string): Webhook {
   if (!secret.startsWith(SECRET_PREFIX)) {
     throw new TypeError(`webhook secret must start with "${SECRET_PREFIX}"`);
   }
@@ -125,7 +124,7 @@ function standardWebhooksKey(secret: string): Buffer {
   if (encoded.length === 0 || !STRICT_BASE64.test(encoded)) {
     throw new TypeError('webhook secret must be "whsec_" followed by base64');
   }
-  return Buffer.from(encoded, 'base64');
+  return new Webhook(secret);
 }
 
 function toBytes(body: Buffer | string): Buffer {

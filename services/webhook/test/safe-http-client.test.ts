@@ -1,18 +1,18 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { signDelivery, verifyServiceSignature } from '../domain/signature';
+import type { HostnameResolver } from '../src/adapters/hostname-resolver';
+import { deliverWebhook, type WebhookDeliveryRequest } from '../src/adapters/safe-http-client';
+import { signDelivery, verifyServiceSignature } from '../src/domain/signature';
 import {
   LOCAL_DEVELOPMENT_POLICY,
   PRODUCTION_POLICY,
   type TargetPolicy,
-} from '../domain/target-policy';
-import type { HostnameResolver } from './hostname-resolver';
+} from '../src/domain/target-policy';
 import {
   type LoopbackReceiver,
   startReceiver,
   watchConnectionAttempts,
-} from './loopback-receiver.test-support';
-import { deliverWebhook, type WebhookDeliveryRequest } from './safe-http-client';
+} from './support/loopback-receiver';
 
 const secret = `whsec_${Buffer.from('safe-http-client-test-secret-32b').toString('base64')}`;
 const body = Buffer.from('{"event":"job.completed","job":{"id":"job_01TEST","type":"text"}}');

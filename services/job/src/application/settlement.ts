@@ -1,7 +1,9 @@
+import type { Logger, Rpc } from '@tamp/kit';
 import { billingEndpoints } from '@tamp/proto';
-import type { JobContext } from './context';
-import { jobEventOf } from './domain/events';
-import { isTerminal, type JobDocument } from './domain/job';
+import type { JobRepository } from '../adapters/job-repository';
+import type { JobMessaging } from '../adapters/messaging';
+import { jobEventOf } from '../domain/events';
+import { isTerminal, type JobDocument } from '../domain/job';
 
 /**
  * Side effects of a terminal state, each at least once and made exactly-once by its receiver:
@@ -14,11 +16,16 @@ import { isTerminal, type JobDocument } from './domain/job';
  * one rule, and an inline failure is refunded before its 200 answer.
  */
 export class Settlement {
-  constructor(private readonly context: JobContext) {}
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly messaging: JobMessaging,
+    private readonly rpc: Rpc,
+    private readonly logger: Logger,
+  ) {}
 
   async settle(job: JobDocument): Promise<void> {
     if (!isTerminal(job.status)) return;
-    const { jobs, logger, messaging, rpc } = this.context;
+    const { jobs, logger, messaging, rpc } = this;
     if (job.status === 'failed' && job.refundPending) {
       try {
         await rpc.call(billingEndpoints.refundCredits, {

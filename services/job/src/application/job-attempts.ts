@@ -1,3 +1,4 @@
+import type { Logger } from '@tamp/kit';
 import {
   type JobMetrics,
   type JobWorkMessage,
@@ -5,11 +6,11 @@ import {
   ServiceError,
   type UsageDimensions,
 } from '@tamp/proto';
-import type { JobContext } from './context';
-import { jobWorkOf } from './domain/events';
-import type { JobDocument } from './domain/job';
-import { normalizeMetrics } from './domain/metrics';
-import { decideBegin, decideFailure, mayComplete } from './domain/transitions';
+import type { JobRepository } from '../adapters/job-repository';
+import { jobWorkOf } from '../domain/events';
+import type { JobDocument } from '../domain/job';
+import { normalizeMetrics } from '../domain/metrics';
+import { decideBegin, decideFailure, mayComplete } from '../domain/transitions';
 import type { Settlement } from './settlement';
 
 /**
@@ -46,8 +47,11 @@ export interface CompletionReport {
  */
 export class JobAttempts {
   constructor(
-    private readonly context: JobContext,
+    private readonly jobs: JobRepository,
     private readonly settlement: Settlement,
+    private readonly settings: { retryBaseMs: number },
+    private readonly clock: () => Date,
+    private readonly logger: Logger,
   ) {}
 
   async begin(
@@ -55,7 +59,7 @@ export class JobAttempts {
     attempt: number,
     worker: string,
   ): Promise<{ action: 'run' | 'skip' | 'failed'; work?: JobWorkMessage }> {
-    const { jobs, clock, logger } = this.context;
+    const { jobs, clock, logger } = this;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(jobId);
       if (job === null) {
@@ -103,7 +107,7 @@ export class JobAttempts {
   }
 
   async complete(delivered: CompletionReport): Promise<{ accepted: boolean }> {
-    const { jobs, clock } = this.context;
+    const { jobs, clock } = this;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(delivered.jobId);
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${delivered.jobId}`);
@@ -146,7 +150,7 @@ export class JobAttempts {
    * running can be handed back; anything else (already finished, a stale delivery) is refused.
    */
   async handBack(jobId: string, delivery: number): Promise<{ accepted: boolean }> {
-    const { jobs, clock, logger } = this.context;
+    const { jobs, clock, logger } = this;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(jobId);
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
@@ -171,7 +175,7 @@ export class JobAttempts {
   }
 
   async fail(job: JobDocument, attempt: number, error: string): Promise<boolean> {
-    const now = this.context.clock();
+    const now = this.clock();
     const changes: Partial<JobDocument> = {
       status: 'failed',
       attempts: Math.max(job.attempts, attempt),
@@ -182,7 +186,7 @@ export class JobAttempts {
       refundPending: true,
       eventPublished: false,
     };
-    const applied = await this.context.jobs.transition(
+    const applied = await this.jobs.transition(
       job._id,
       { status: job.status, attempts: job.attempts },
       changes,
@@ -198,7 +202,7 @@ export class JobAttempts {
     error: string,
     permanent: boolean,
   ): Promise<{ status: 'pending' | 'failed'; retryInMs: number }> {
-    const { jobs, clock, settings } = this.context;
+    const { jobs, clock, settings } = this;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(jobId);
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);

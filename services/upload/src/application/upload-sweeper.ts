@@ -1,9 +1,8 @@
 import type { Logger } from '@tamp/kit';
 import { STORAGE_LIFECYCLE_RULES, storageKeys } from '@tamp/proto';
-import type { UploadRepository } from './adapters/upload-repository';
-import type { UploadStorage } from './adapters/upload-storage';
-import type { Clock } from './uploads';
-import { checkedKeyOf } from './uploads';
+import type { UploadRepository } from '../adapters/upload-repository';
+import type { UploadStorage } from '../adapters/upload-storage';
+import { type Clock, checkedKeyOf } from './uploads';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -24,6 +23,9 @@ const BATCH_SIZE = 200;
  * Safe with several replicas: deleting what another replica already deleted is a no-op.
  */
 export class UploadSweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | undefined;
+
   constructor(
     private readonly repository: UploadRepository,
     private readonly storage: UploadStorage,
@@ -31,8 +33,34 @@ export class UploadSweeper {
     private readonly logger: Logger,
   ) {}
 
-  /** One pass; returns how many uploads were removed. */
-  async sweep(): Promise<number> {
+  /** Sweeps every `intervalMs` until stopped. */
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      this.sweep().catch((error: unknown) =>
+        this.logger.error({ err: error }, 'upload sweep failed'),
+      );
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for a pass under way. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sweeping?.catch(() => undefined);
+  }
+
+  /**
+   * One pass; returns how many uploads were removed. One pass at a time: a caller arriving
+   * during a pass shares its result.
+   */
+  sweep(): Promise<number> {
+    this.sweeping ??= this.sweepOnce().finally(() => {
+      this.sweeping = undefined;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<number> {
     const cutoff = new Date(this.clock().getTime() - UPLOAD_RETENTION_MS);
     let removed = 0;
     for (;;) {

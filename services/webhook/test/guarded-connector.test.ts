@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_DEVELOPMENT_POLICY } from '../domain/target-policy';
-import { createGuardedConnector, TargetRefusedError } from './guarded-connector';
-import type { HostnameResolver } from './hostname-resolver';
-import { startReceiver } from './loopback-receiver.test-support';
+import { createGuardedConnector, TargetRefusedError } from '../src/adapters/guarded-connector';
+import type { HostnameResolver } from '../src/adapters/hostname-resolver';
+import { LOCAL_DEVELOPMENT_POLICY } from '../src/domain/target-policy';
+import { startReceiver } from './support/loopback-receiver';
 
 /**
  * A self-signed certificate for the name hooks.test only, made for this run: no private key is

@@ -1,9 +1,3 @@
-import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
-import type { AdmissionRepository } from './adapters/admission-repository';
-import type { IdempotencyRepository } from './adapters/idempotency-repository';
-import type { JobRepository } from './adapters/job-repository';
-import type { JobMessaging } from './adapters/messaging';
-
 /** Tunables; defaults come from config.ts (and proto's LIMITS). */
 export interface JobSettings {
   /** Base of the retry backoff: attempt n waits base × 2^(n-1). */
@@ -25,19 +19,4 @@ export interface JobSettings {
   sweepIntervalMs: number;
   /** HMAC key of list cursors; must be the same on every replica. */
   cursorSecret: string;
-}
-
-/** What the job service's parts share. */
-export interface JobContext {
-  jobs: JobRepository;
-  /** The same collection over a pooled connection: public reads only, never a read that decides a write. */
-  jobReads: JobRepository;
-  claims: IdempotencyRepository;
-  admissions: AdmissionRepository;
-  messaging: JobMessaging;
-  rpc: Rpc;
-  store: ObjectStore;
-  logger: Logger;
-  settings: JobSettings;
-  clock: () => Date;
 }

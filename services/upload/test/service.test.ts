@@ -23,10 +23,10 @@ import {
 } from '@tamp/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { UPLOAD_INDEXES, UPLOADS_COLLECTION } from './adapters/upload-repository';
-import { type RunningUpload, startUpload } from './service';
-import { UPLOAD_RETENTION_MS } from './sweeper';
-import { type FileHead, fileOf } from './testing/file-heads';
+import { UPLOAD_INDEXES, UPLOADS_COLLECTION } from '../src/adapters/upload-repository';
+import { UPLOAD_RETENTION_MS } from '../src/application/upload-sweeper';
+import { type RunningUpload, startUploadService } from '../src/service';
+import { type FileHead, fileOf } from './support/file-heads';
 
 const infrastructure = isolatedInfrastructure();
 const logger = createLogger('upload-test', 'silent');
@@ -56,7 +56,7 @@ beforeAll(async () => {
   await provisionIndexes(db, UPLOAD_INDEXES);
   store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
   await store.provision(STORAGE_LIFECYCLE_RULES);
-  service = startUpload({
+  service = await startUploadService({
     rpc: new Rpc(serverNats, topology, logger),
     db,
     store,
@@ -366,7 +366,7 @@ describe('sweeper', () => {
     now = new Date(current.getTime() - UPLOAD_RETENTION_MS - HOUR_MS);
     const old = await uploaded('old.png', fileOf('png'));
     now = current;
-    const periodic = startUpload({
+    const periodic = await startUploadService({
       rpc: new Rpc(serverNats, topology, logger),
       db,
       store,

@@ -1,4 +1,4 @@
-import type { EndpointRequest } from '@tamp/kit';
+import type { EndpointRequest, ObjectStore } from '@tamp/kit';
 import {
   isId,
   type JobStatus,
@@ -9,27 +9,33 @@ import {
   type PublicJobSummary,
   ServiceError,
 } from '@tamp/proto';
-import type { JobContext } from './context';
-import { type CursorScope, decodeCursor, encodeCursor } from './domain/cursor';
-import type { JobDocument } from './domain/job';
+import type { JobRepository } from '../adapters/job-repository';
+import { type CursorScope, decodeCursor, encodeCursor } from '../domain/cursor';
+import type { JobDocument } from '../domain/job';
 import {
   outputToResolve,
   publicJobOf,
   publicJobSummaryOf,
   type ResolvedOutput,
-} from './domain/representation';
+} from '../domain/representation';
 
 type ListRequest = EndpointRequest<(typeof jobEndpoints)['listJobs']>;
 
 /** `getJob`, `listJobs`, and the representation every creation answer uses. */
 export class JobReads {
-  constructor(private readonly context: JobContext) {}
+  /**
+   * `jobs` is the pooled read connection: public reads only, never a read that decides a write.
+   * `cursorSecret` is the HMAC key of list cursors, the same on every replica.
+   */
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly store: ObjectStore,
+    private readonly cursorSecret: string,
+  ) {}
 
   async getJob(accountId: string, jobId: string): Promise<PublicJob> {
     // A malformed id or another account's job is just as unknown as a missing one.
-    const job = isId('job', jobId)
-      ? await this.context.jobReads.findOfAccount(accountId, jobId)
-      : null;
+    const job = isId('job', jobId) ? await this.jobs.findOfAccount(accountId, jobId) : null;
     if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
     return this.represent(job);
   }
@@ -48,13 +54,13 @@ export class JobReads {
       type: request.type as JobType | undefined,
       status: request.status as JobStatus | undefined,
     };
-    const secret = this.context.settings.cursorSecret;
+    const secret = this.cursorSecret;
     const beforeId =
       request.cursor === undefined ? undefined : decodeCursor(secret, scope, request.cursor);
     const limit = Math.min(Math.max(request.limit, LIMITS.listLimit.min), LIMITS.listLimit.max);
     // `video` is a reserved type without a pipeline: it never has jobs.
     if (scope.type === 'video') return { items: [], nextCursor: null };
-    const jobs = await this.context.jobReads.list({ ...scope, beforeId, limit: limit + 1 });
+    const jobs = await this.jobs.list({ ...scope, beforeId, limit: limit + 1 });
     const page = jobs.slice(0, limit);
     const last = page.at(-1);
     return {
@@ -72,10 +78,10 @@ export class JobReads {
       case 'text':
         return { outputText: output.text };
       case 'stored-text':
-        return { outputText: (await this.context.store.getBuffer(output.key)).toString('utf8') };
+        return { outputText: (await this.store.getBuffer(output.key)).toString('utf8') };
       case 'download':
         return {
-          outputUrl: await this.context.store.presignDownload(
+          outputUrl: await this.store.presignDownload(
             output.key,
             output.filename,
             LIMITS.outputUrlTtlSeconds,

@@ -8,7 +8,7 @@ import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 
 const infrastructure = isolatedInfrastructure();
 const logger = createLogger('upload-main-test', 'silent');
-const mainPath = fileURLToPath(new URL('./main.ts', import.meta.url));
+const mainPath = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 let child: ChildProcess | undefined;
 let nats: NatsConnection | undefined;
 

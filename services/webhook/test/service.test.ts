@@ -3,15 +3,15 @@ import { webhookEndpoints } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
+import { deliveryKey } from '../src/domain/payload';
+import { generateWebhookSecret } from '../src/domain/signature';
+import { LOCAL_DEVELOPMENT_POLICY, PRODUCTION_POLICY } from '../src/domain/target-policy';
 import {
   type LoopbackReceiver,
   type RecordedRequest,
   startReceiver,
   watchConnectionAttempts,
-} from './adapters/loopback-receiver.test-support';
-import { deliveryKey } from './domain/payload';
-import { generateWebhookSecret } from './domain/signature';
-import { LOCAL_DEVELOPMENT_POLICY, PRODUCTION_POLICY } from './domain/target-policy';
+} from './support/loopback-receiver';
 import {
   type AccountView,
   account,
@@ -21,7 +21,7 @@ import {
   sleep,
   startSlice,
   waitFor,
-} from './service.test-support';
+} from './support/slice';
 
 const FAST_SCHEDULE = [50, 50, 50, 50, 50];
 

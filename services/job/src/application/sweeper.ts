@@ -1,7 +1,12 @@
+import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
 import { billingEndpoints, LIMITS } from '@tamp/proto';
-import type { JobContext } from '../context';
+import type { AdmissionRepository } from '../adapters/admission-repository';
+import type { IdempotencyRepository } from '../adapters/idempotency-repository';
+import type { JobRepository } from '../adapters/job-repository';
+import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
-import type { Settlement } from '../settlement';
+import type { JobSettings } from './job-settings';
+import type { Settlement } from './settlement';
 
 export interface SweepReport {
   expiredResults: number;
@@ -13,6 +18,19 @@ export interface SweepReport {
 }
 
 const BATCH = 100;
+
+export interface SweeperCollaborators {
+  jobs: JobRepository;
+  claims: IdempotencyRepository;
+  admissions: AdmissionRepository;
+  messaging: JobMessaging;
+  settlement: Settlement;
+  rpc: Rpc;
+  store: ObjectStore;
+  settings: Pick<JobSettings, 'reconcileAfterMs' | 'abandonAfterMs'>;
+  clock: () => Date;
+  logger: Logger;
+}
 
 /**
  * The periodic housekeeping FerretDB cannot do with TTL indexes, plus the outbox reconciler:
@@ -26,16 +44,13 @@ export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
 
-  constructor(
-    private readonly context: JobContext,
-    private readonly settlement: Settlement,
-  ) {}
+  constructor(private readonly collaborators: SweeperCollaborators) {}
 
   start(intervalMs: number): void {
     if (intervalMs <= 0) return;
     this.timer = setInterval(() => {
       void this.sweep().catch((error: unknown) =>
-        this.context.logger.error({ err: error }, 'sweep failed'),
+        this.collaborators.logger.error({ err: error }, 'sweep failed'),
       );
     }, intervalMs);
     this.timer.unref();
@@ -48,7 +63,7 @@ export class Sweeper {
   }
 
   /** One pass of every sweeper as of `now`; passes never overlap. */
-  async sweep(now: Date = this.context.clock()): Promise<SweepReport> {
+  async sweep(now: Date = this.collaborators.clock()): Promise<SweepReport> {
     if (this.running !== undefined) await this.running.catch(() => undefined);
     const pass = this.sweepOnce(now);
     this.running = pass;
@@ -68,14 +83,14 @@ export class Sweeper {
       admissionsClosed: 0,
     };
     report.expiredResults = await this.expireResults(now);
-    report.expiredKeys = await this.context.claims.deleteOlderThan(
+    report.expiredKeys = await this.collaborators.claims.deleteOlderThan(
       new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs),
     );
-    const staleBefore = new Date(now.getTime() - this.context.settings.reconcileAfterMs);
+    const staleBefore = new Date(now.getTime() - this.collaborators.settings.reconcileAfterMs);
     report.republished = await this.republish(staleBefore);
     report.settled = await this.settle(staleBefore);
     report.admissionsClosed = await this.closeAbandonedAdmissions(
-      new Date(now.getTime() - this.context.settings.abandonAfterMs),
+      new Date(now.getTime() - this.collaborators.settings.abandonAfterMs),
     );
     return report;
   }
@@ -87,7 +102,7 @@ export class Sweeper {
    * freed. One whose job is stored only lost its clean-up.
    */
   private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
-    const { admissions, claims, jobs, rpc, logger } = this.context;
+    const { admissions, claims, jobs, rpc, logger } = this.collaborators;
     let closed = 0;
     for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
       try {
@@ -112,7 +127,7 @@ export class Sweeper {
   }
 
   private async expireResults(now: Date): Promise<number> {
-    const { jobs, store, logger } = this.context;
+    const { jobs, store, logger } = this.collaborators;
     const due = await jobs.pastRetention(new Date(now.getTime() - LIMITS.resultRetentionMs), BATCH);
     let expired = 0;
     for (const job of due) {
@@ -129,7 +144,7 @@ export class Sweeper {
   }
 
   private async republish(createdBefore: Date): Promise<number> {
-    const { jobs, messaging, logger } = this.context;
+    const { jobs, messaging, logger } = this.collaborators;
     let republished = 0;
     for (const job of await jobs.unpublished(createdBefore, BATCH)) {
       try {
@@ -144,8 +159,8 @@ export class Sweeper {
   }
 
   private async settle(updatedBefore: Date): Promise<number> {
-    const unsettled = await this.context.jobs.unsettled(updatedBefore, BATCH);
-    for (const job of unsettled) await this.settlement.settle(job);
+    const unsettled = await this.collaborators.jobs.unsettled(updatedBefore, BATCH);
+    for (const job of unsettled) await this.collaborators.settlement.settle(job);
     return unsettled.length;
   }
 }

@@ -22,9 +22,9 @@ import type { Db } from 'mongodb';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { type AccountDocument, BILLING_INDEXES, type LedgerEntry } from './adapters/documents';
-import { planCatalog } from './domain/plans';
-import { startBilling } from './service';
+import { type AccountDocument, BILLING_INDEXES, type LedgerEntry } from '../src/adapters/documents';
+import { planCatalog } from '../src/domain/plans';
+import { startBillingService } from '../src/service';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });
@@ -51,7 +51,7 @@ beforeAll(async () => {
   mongo = connection.client;
   db = connection.db;
   await provisionIndexes(db, BILLING_INDEXES);
-  billing = await startBilling({
+  billing = await startBillingService({
     nats: serverNats,
     topology,
     db,

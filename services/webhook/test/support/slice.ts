@@ -20,10 +20,14 @@ import {
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { z } from 'zod';
-import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { DeliveryStore } from './adapters/delivery-store';
-import type { TargetPolicy } from './domain/target-policy';
-import { startWebhookService, type WebhookService, type WebhookServiceOptions } from './service';
+import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
+import { DeliveryStore } from '../../src/adapters/delivery-store';
+import type { TargetPolicy } from '../../src/domain/target-policy';
+import {
+  startWebhookService,
+  type WebhookService,
+  type WebhookServiceOptions,
+} from '../../src/service';
 
 /** Test-only: one isolated slice (namespace, database) with a webhook service and a billing double. */
 

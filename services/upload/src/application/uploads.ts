@@ -1,16 +1,16 @@
 import type { EndpointRequest, EndpointResponse } from '@tamp/kit';
 import { isId, LIMITS, newId, ServiceError, storageKeys, type uploadEndpoints } from '@tamp/proto';
-import type { UploadRepository } from './adapters/upload-repository';
-import type { UploadStorage } from './adapters/upload-storage';
+import type { UploadRepository } from '../adapters/upload-repository';
+import type { UploadStorage } from '../adapters/upload-storage';
 import {
   checkAvailability,
   headBytesNeeded,
   inspectStoredObject,
   judgeConsumption,
   notCompleted,
-} from './domain/consumption';
-import { parseFilename } from './domain/filename';
-import type { Upload } from './domain/upload';
+} from '../domain/consumption';
+import { parseFilename } from '../domain/filename';
+import type { Upload } from '../domain/upload';
 
 type CreateUploadRequest = EndpointRequest<typeof uploadEndpoints.createUpload>;
 type CreateUploadResponse = EndpointResponse<typeof uploadEndpoints.createUpload>;

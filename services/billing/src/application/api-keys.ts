@@ -1,0 +1,57 @@
+import { ServiceError } from '@tamp/proto';
+import type { AccountStore } from '../adapters/account-store';
+import type { ApiKeyDocument } from '../adapters/documents';
+import type { KeyStore } from '../adapters/key-store';
+import type { PlanCatalog } from '../domain/plans';
+
+/** API keys: authentication of every public request, and their life cycle. */
+export class ApiKeys {
+  constructor(
+    private readonly keys: KeyStore,
+    private readonly accounts: AccountStore,
+    private readonly plans: PlanCatalog,
+  ) {}
+
+  async authenticate(apiKey: string) {
+    const key = await this.keys.verify(apiKey);
+    // A key whose account is gone authenticates nobody.
+    const account = await this.accounts.find(key.accountId).catch((error: unknown) => {
+      if (error instanceof ServiceError && error.code === 'NOT_FOUND') {
+        throw new ServiceError('UNAUTHORIZED', 'The API key is missing, invalid or revoked');
+      }
+      throw error;
+    });
+    const limits = this.plans[account.plan];
+    return {
+      accountId: account._id,
+      plan: account.plan,
+      maxUploadBytes: limits.maxUploadBytes,
+      rateLimitPerMinute: limits.rateLimitPerMinute,
+      keyId: key._id,
+    };
+  }
+
+  async create(accountId: string) {
+    await this.accounts.find(accountId);
+    return this.keys.create(accountId);
+  }
+
+  async revoke(keyId: string) {
+    return keyView(await this.keys.revoke(keyId));
+  }
+
+  async list(accountId: string) {
+    await this.accounts.find(accountId);
+    return { keys: (await this.keys.list(accountId)).map(keyView) };
+  }
+}
+
+function keyView(key: ApiKeyDocument) {
+  return {
+    keyId: key._id,
+    accountId: key.accountId,
+    displayPrefix: key.displayPrefix,
+    createdAt: key.createdAt.toISOString(),
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+  };
+}

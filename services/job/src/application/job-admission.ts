@@ -1,0 +1,266 @@
+import type { Logger, Rpc } from '@tamp/kit';
+import {
+  billingEndpoints,
+  type ConsumedUpload,
+  creditCost,
+  LIMITS,
+  type PublicJob,
+  ServiceError,
+  uploadEndpoints,
+} from '@tamp/proto';
+import type { AdmissionRepository } from '../adapters/admission-repository';
+import type { IdempotencyRepository } from '../adapters/idempotency-repository';
+import type { JobRepository } from '../adapters/job-repository';
+import type { JobMessaging } from '../adapters/messaging';
+import { jobWorkOf } from '../domain/events';
+import { imageInputFitsInline, type Route } from '../domain/inline';
+import { inputBytesOf, type JobDocument } from '../domain/job';
+import { normalizeMetrics } from '../domain/metrics';
+import { newJob } from '../domain/new-job';
+import { publicJobOf } from '../domain/representation';
+import type { CreateJobRequest } from '../domain/requests';
+import type { JobReads } from './job-reads';
+import type { JobSettings } from './job-settings';
+import type { Settlement } from './settlement';
+
+export interface CreateJobAnswer {
+  httpStatus: 200 | 202;
+  job: PublicJob;
+}
+
+/** Time kept back from the budget after an inline run, to store and queue the job. */
+const STORE_RESERVE_MS = 2_000;
+/** An inline run with less time than this left is skipped: the job is queued at once. */
+const MIN_INLINE_MS = 1_000;
+/** Releasing an abandoned creation's reservation may take this long before it is left to the reconciler. */
+const RELEASE_TIMEOUT_MS = 3_000;
+
+export interface AdmissionCollaborators {
+  jobs: JobRepository;
+  admissions: AdmissionRepository;
+  claims: IdempotencyRepository;
+  messaging: JobMessaging;
+  reads: JobReads;
+  settlement: Settlement;
+  rpc: Rpc;
+  settings: Pick<JobSettings, 'inlineReplyTimeoutMs'>;
+  clock: () => Date;
+  logger: Logger;
+}
+
+/**
+ * One creation once its Idempotency-Key (if any) is settled: consume the upload, open the
+ * admission and reserve credits, then run inline (HTTP 200) or store and queue (HTTP 202),
+ * within the request's deadline.
+ *
+ * Money is exact under any timing: before credits are reserved an admission record names the
+ * job id they are reserved under; the job is stored before the deadline or not at all; a
+ * creation that cannot finish releases its reservation (billing's refund also blocks a reserve
+ * request still on its way), and the reconciler releases what an abandoned or crashed creation
+ * left behind. A 503 therefore never leaves a charge.
+ */
+export class JobAdmission {
+  constructor(private readonly collaborators: AdmissionCollaborators) {}
+
+  async consumeUpload(request: CreateJobRequest, deadline: number): Promise<ConsumedUpload> {
+    if (request.source.kind !== 'upload') throw new Error('only upload sources are consumed');
+    return this.collaborators.rpc.call(
+      uploadEndpoints.consumeUpload,
+      {
+        accountId: request.accountId,
+        uploadId: request.source.uploadId,
+        pipeline: request.pipeline,
+        maxUploadBytes: request.maxUploadBytes,
+      },
+      { deadline },
+    );
+  }
+
+  /** Consumes the upload if any, reserves credits, then runs inline or queues. */
+  async admit(
+    request: CreateJobRequest,
+    route: Route,
+    deadline: number,
+    known: { upload?: ConsumedUpload | undefined; claimId?: string } = {},
+  ): Promise<CreateJobAnswer> {
+    const upload =
+      request.source.kind === 'upload'
+        ? (known.upload ?? (await this.consumeUpload(request, deadline)))
+        : undefined;
+    const job = newJob(request, upload, this.collaborators.clock());
+    const inline =
+      route === 'inline' ||
+      (route === 'by-input-size' && imageInputFitsInline(inputBytesOf(job.input)));
+    const claimId = known.claimId ?? null;
+    await this.reserve(job, claimId, deadline);
+    try {
+      if (inline) {
+        const answer = await this.runInline(job, deadline);
+        if (answer !== null) return answer;
+      }
+      return await this.enqueue(job, deadline);
+    } catch (error) {
+      await this.abandon(job, claimId);
+      throw error;
+    }
+  }
+
+  /**
+   * Opens the job's admission, then reserves its credits. INSUFFICIENT_CREDITS propagates with
+   * nothing reserved or stored; any other failure (billing slow or down, the deadline reached)
+   * releases what may have been reserved and answers UNAVAILABLE.
+   */
+  private async reserve(job: JobDocument, claimId: string | null, deadline: number): Promise<void> {
+    const { admissions, rpc, clock } = this.collaborators;
+    await admissions.open({
+      _id: job._id,
+      accountId: job.accountId,
+      claimId,
+      createdAt: clock(),
+      deadline: new Date(deadline),
+    });
+    try {
+      await rpc.call(
+        billingEndpoints.reserveCredits,
+        {
+          accountId: job.accountId,
+          jobId: job._id,
+          pipeline: job.pipeline,
+          credits: creditCost(job.pipeline, inputBytesOf(job.input)),
+        },
+        { deadline, timeoutMs: LIMITS.createJobBudgetMs },
+      );
+    } catch (error) {
+      if (error instanceof ServiceError && error.code === 'INSUFFICIENT_CREDITS') {
+        await admissions.close(job._id);
+        throw error;
+      }
+      await this.abandon(job, claimId);
+      throw unavailable('Credits could not be reserved in time');
+    }
+  }
+
+  /**
+   * `null` when the job goes to the queue instead: no inline worker answered, or its failure is
+   * retryable. Such a fallback is the queued path from the start (202, `created`, every queued
+   * attempt still ahead), as the inline attempt never became one of the job's attempts.
+   */
+  private async runInline(job: JobDocument, deadline: number): Promise<CreateJobAnswer | null> {
+    const { messaging, settings, clock, logger } = this.collaborators;
+    const work = jobWorkOf(job);
+    if (work.pipeline === 'audio') return null;
+    const timeoutMs = Math.min(
+      settings.inlineReplyTimeoutMs,
+      deadline - Date.now() - STORE_RESERVE_MS,
+    );
+    if (timeoutMs < MIN_INLINE_MS) return null;
+    const reply = await messaging.requestInline(work, timeoutMs);
+    if (reply === null) return null;
+    if (reply.status === 'failed' && reply.retryable) {
+      logger.info(
+        { jobId: job._id, pipeline: job.pipeline, error: reply.error },
+        'inline attempt failed but may succeed on retry; queueing the job',
+      );
+      return null;
+    }
+    const now = clock();
+    const finished: JobDocument =
+      reply.status === 'completed'
+        ? {
+            ...job,
+            status: 'completed',
+            result: {
+              outputKey: reply.outputKey,
+              outputText: reply.outputText,
+              metrics: normalizeMetrics(reply.metrics),
+              expired: false,
+            },
+            usage: reply.usage,
+            inline: true,
+            attempts: 1,
+            completedAt: now,
+            updatedAt: now,
+          }
+        : {
+            ...job,
+            status: 'failed',
+            error: reply.error,
+            lastError: reply.error,
+            inline: true,
+            attempts: 1,
+            completedAt: now,
+            updatedAt: now,
+            refundPending: true,
+          };
+    // Inline jobs never enter the queue: stored straight in their terminal state.
+    const stored = await this.store(finished, deadline);
+    if (stored !== finished)
+      return { httpStatus: 200, job: await this.collaborators.reads.represent(stored) };
+    await this.collaborators.settlement.settle(finished);
+    return { httpStatus: 200, job: await this.collaborators.reads.represent(finished) };
+  }
+
+  /**
+   * Stores the job as `created`, then publishes it with msgID = jobId. A publish that fails is
+   * not an error for the client: the job is stored, and the reconciler republishes `created`
+   * jobs whose publish was never confirmed (JOBS deduplicates a repeat).
+   */
+  private async enqueue(job: JobDocument, deadline: number): Promise<CreateJobAnswer> {
+    const { jobs, messaging, logger } = this.collaborators;
+    const stored = await this.store(job, deadline);
+    // Another taker of an orphaned claim created it first.
+    if (stored !== job)
+      return { httpStatus: 202, job: await this.collaborators.reads.represent(stored) };
+    try {
+      await messaging.publishWork(jobWorkOf(job));
+      await jobs.markDone(job._id, { workPublished: true });
+    } catch (error) {
+      logger.warn({ err: error, jobId: job._id }, 'work not published; the reconciler retries');
+    }
+    return { httpStatus: 202, job: publicJobOf(job) };
+  }
+
+  /**
+   * Stores the job, once and only before the deadline (the reconciler releases admissions
+   * only well after theirs), then closes its admission. Returns the stored job: `job` itself,
+   * or the one a concurrent taker stored first.
+   */
+  private async store(job: JobDocument, deadline: number): Promise<JobDocument> {
+    const { jobs, admissions, logger } = this.collaborators;
+    if (Date.now() >= deadline) throw unavailable('The request ran out of time');
+    const stored = (await jobs.insert(job)) ? job : await jobs.find(job._id);
+    if (stored === null) throw new Error(`job ${job._id} vanished`);
+    await admissions.close(job._id).catch((error: unknown) => {
+      logger.warn({ err: error, jobId: job._id }, 'admission left open; the reconciler closes it');
+    });
+    return stored;
+  }
+
+  /**
+   * A creation that will not store its job gives its reservation back (billing's refund also
+   * turns away a reservation still on its way), closes the admission and frees the key. If
+   * billing cannot be reached, the admission stays open and the reconciler finishes this.
+   */
+  private async abandon(job: JobDocument, claimId: string | null): Promise<void> {
+    const { jobs, admissions, claims, rpc, logger } = this.collaborators;
+    try {
+      if ((await jobs.find(job._id)) !== null) return;
+      await rpc.call(
+        billingEndpoints.refundCredits,
+        { accountId: job.accountId, jobId: job._id },
+        { timeoutMs: RELEASE_TIMEOUT_MS },
+      );
+      await admissions.close(job._id);
+      if (claimId !== null) await claims.release(claimId, job._id);
+    } catch (error) {
+      logger.warn({ err: error, jobId: job._id }, 'abandoned creation left to the reconciler');
+    }
+  }
+}
+
+function unavailable(reason: string): ServiceError {
+  return new ServiceError(
+    'UNAVAILABLE',
+    `${reason}; nothing was created or charged, retry shortly`,
+  );
+}

@@ -1,0 +1,73 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { createTopology } from '@tamp/proto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { connectNats, type NatsConnection, provisionTopology } from './nats';
+import { consumeStream, type StreamVerdict } from './stream-consumer';
+
+const infrastructure = isolatedInfrastructure();
+const topology = createTopology(infrastructure.namespace);
+const RETRY_DELAY_MS = 300;
+const logger = pino({ level: 'silent' });
+let nats: NatsConnection;
+
+beforeAll(async () => {
+  nats = await connectNats({ url: infrastructure.natsUrl, name: 'kit-stream-test', logger });
+  await provisionTopology(nats, topology);
+});
+afterAll(async () => {
+  const streams = (await jetstreamManager(nats)).streams;
+  await Promise.all(Object.values(topology.streams).map(({ name }) => streams.delete(name)));
+  await nats.close();
+});
+
+describe('consumeStream', () => {
+  it('acks, redelivers a retry or a failure after the delay, and terminates what does not parse', async () => {
+    const calls: { n: number; at: number }[] = [];
+    const firstCall = (n: number) => calls.filter((call) => call.n === n).length === 1;
+    const consumer = await consumeStream({
+      nats,
+      consumer: topology.consumers.billing,
+      schema: z.object({ n: z.number() }),
+      retryDelayMs: RETRY_DELAY_MS,
+      maxMessages: 10,
+      logger,
+      async handle({ n }): Promise<StreamVerdict> {
+        calls.push({ n, at: Date.now() });
+        if (n === 2 && firstCall(2)) return 'retry';
+        if (n === 3 && firstCall(3)) throw new Error('a peer is down');
+        return 'ack';
+      },
+    });
+    try {
+      const js = jetstream(nats);
+      const subject = topology.subjects.events.completed;
+      for (const body of ['{not json', '{"n":"x"}', '{"n":1}', '{"n":2}', '{"n":3}']) {
+        await js.publish(subject, body);
+      }
+      await vi.waitFor(() => expect(calls).toHaveLength(5), { timeout: 10_000, interval: 50 });
+      expect(calls.map((call) => call.n).sort()).toEqual([1, 2, 2, 3, 3]);
+      for (const n of [2, 3]) {
+        const [first, second] = calls.filter((call) => call.n === n);
+        expect(second!.at - first!.at).toBeGreaterThanOrEqual(RETRY_DELAY_MS - 50);
+      }
+      const manager = await jetstreamManager(nats);
+      const { stream, durableName } = topology.consumers.billing;
+      await vi.waitFor(
+        async () => {
+          const info = await manager.consumers.info(stream, durableName);
+          expect(info.num_ack_pending).toBe(0);
+          expect(info.num_pending).toBe(0);
+        },
+        { timeout: 5_000, interval: 50 },
+      );
+      // The two bodies that do not parse were terminated, not redelivered.
+      await new Promise((resolve) => setTimeout(resolve, 2 * RETRY_DELAY_MS));
+      expect(calls).toHaveLength(5);
+    } finally {
+      await consumer.stop();
+    }
+  });
+});
