@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +95,23 @@ export async function startWorkerHarness(options: WorkerHarnessOptions): Promise
       await nats.close();
     },
   };
+}
+
+/** A work message for a file uploaded at `key` (a fresh job id, created now). */
+export function uploadWork(
+  work: Pick<JobWorkMessage, 'accountId' | 'pipeline' | 'operations'> & {
+    key: string;
+    filename: string;
+    contentType: string;
+  },
+): JobWorkMessage {
+  const { key, filename, contentType, ...job } = work;
+  return {
+    ...job,
+    jobId: `job_${randomUUID()}`,
+    createdAt: new Date().toISOString(),
+    input: { kind: 'upload', uploadId: 'upl_test', key, size: 1, contentType, filename },
+  } as JobWorkMessage;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { objectStoreConfigFrom, runService } from '@tamp/kit';
 import { configSchema } from './config';
-import { startGateway } from './service';
+import { startGatewayService } from './service';
 
 await runService({
   name: 'gateway',
@@ -15,7 +15,7 @@ await runService({
     if (config.ADMIN_TOKEN === undefined) {
       logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
     }
-    const gateway = await startGateway({
+    const gateway = await startGatewayService({
       logger,
       nats,
       topology,
@@ -30,6 +30,6 @@ await runService({
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
     // Registered after NATS, so HTTP intake stops before the NATS connection drains.
-    context.shutdown.register('http', () => gateway.close());
+    context.shutdown.register('http', () => gateway.stop());
   },
 });

@@ -35,7 +35,7 @@ export interface Gateway {
   adminApp: Awaited<ReturnType<typeof buildAdminApp>>;
   waiters: JobWaiters;
   /** Wakes long-polls, closes both apps, drops the notification subscription. */
-  close(): Promise<void>;
+  stop(): Promise<void>;
 }
 
 /** KV bucket of the rate-limit counters, namespaced like every stream. */
@@ -44,7 +44,7 @@ export function rateLimitBucket(topology: Topology): string {
 }
 
 /** Builds both apps (not listening) around one notification hub and one shared limiter. */
-export async function startGateway(dependencies: GatewayDependencies): Promise<Gateway> {
+export async function startGatewayService(dependencies: GatewayDependencies): Promise<Gateway> {
   const { logger, nats, topology, rpc, objectStore } = dependencies;
   const waiters = new JobWaiters(nats, topology, logger);
   await waiters.start();
@@ -82,7 +82,7 @@ export async function startGateway(dependencies: GatewayDependencies): Promise<G
     publicApp,
     adminApp,
     waiters,
-    async close() {
+    async stop() {
       waiters.wakeAll();
       await Promise.all([publicApp.close(), adminApp.close()]);
       await waiters.stop();

@@ -15,7 +15,7 @@ import {
 import { pino } from 'pino';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { type Gateway, startGateway } from '../src/service';
+import { type Gateway, startGatewayService } from '../src/service';
 
 export type CreateJobRequest = z.output<(typeof jobEndpoints)['createJob']['request']>;
 
@@ -62,7 +62,7 @@ export class Harness {
       });
       this.connections.push(nats);
       this.gateways.push(
-        await startGateway({
+        await startGatewayService({
           logger: this.logger,
           nats,
           topology: this.topology,
@@ -77,7 +77,7 @@ export class Harness {
   }
 
   async stop(): Promise<void> {
-    for (const gateway of this.gateways) await gateway.close();
+    for (const gateway of this.gateways) await gateway.stop();
     for (const connection of this.connections) await connection.close();
   }
 

@@ -1,5 +1,5 @@
 import { runPipelineWorker } from '@tamp/kit';
 import { configSchema } from './config';
-import { startAudioWorker } from './service';
+import { startWorkerAudioService } from './service';
 
-await runPipelineWorker({ pipeline: 'audio', configSchema, start: startAudioWorker });
+await runPipelineWorker({ pipeline: 'audio', configSchema, start: startWorkerAudioService });

@@ -3,13 +3,13 @@ import { createFfmpegRunner } from './adapters/ffmpeg-runner';
 import { createAudioJobProcessor } from './application/audio-job';
 import type { Config } from './config';
 
-export interface AudioWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
+export interface WorkerAudioDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &
     Pick<Config, 'AUDIO_MAX_DURATION_SEC' | 'FFMPEG_PATH' | 'FFPROBE_PATH'>;
 }
 
 /** Queued audio jobs only: audio is never processed inline. */
-export function startAudioWorker(deps: AudioWorkerDependencies) {
+export function startWorkerAudioService(deps: WorkerAudioDependencies) {
   const { config } = deps;
   const audio = createFfmpegRunner({
     maxDurationSec: config.AUDIO_MAX_DURATION_SEC,

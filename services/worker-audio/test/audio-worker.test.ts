@@ -2,16 +2,15 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { JobWorkMessage } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
-import { useWorkerHarness } from '../../../test/support/worker-harness';
-import { startAudioWorker } from '../src/service';
+import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
+import { startWorkerAudioService } from '../src/service';
 
 const worker = useWorkerHarness({
   name: 'audio-worker',
   concurrency: 1,
   start: (dependencies) =>
-    startAudioWorker({
+    startWorkerAudioService({
       ...dependencies,
       config: {
         ...dependencies.config,
@@ -39,24 +38,17 @@ describe('worker-audio', () => {
     ]);
     const uploadKey = `uploads/acc_aud/${randomUUID()}`;
     await store.uploadFile(uploadKey, wav, 'audio/wav');
-    const message: JobWorkMessage = {
-      jobId: `job_${randomUUID()}`,
+    const message = uploadWork({
       accountId: 'acc_aud',
-      createdAt: new Date().toISOString(),
       pipeline: 'audio',
-      input: {
-        kind: 'upload',
-        uploadId: 'upl_a',
-        key: uploadKey,
-        size: 1,
-        contentType: 'audio/wav',
-        filename: 'tone.wav',
-      },
+      key: uploadKey,
+      contentType: 'audio/wav',
+      filename: 'tone.wav',
       operations: [
         { type: 'normalize', params: { targetLevel: -16, peakNormalize: false } },
         { type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } },
       ],
-    };
+    });
     await publish(message);
     const job = await settled(message.jobId);
     expect(job.failures).toEqual([]);

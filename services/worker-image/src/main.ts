@@ -1,5 +1,5 @@
 import { runPipelineWorker } from '@tamp/kit';
 import { configSchema } from './config';
-import { startImageWorker } from './service';
+import { startWorkerImageService } from './service';
 
-await runPipelineWorker({ pipeline: 'image', configSchema, start: startImageWorker });
+await runPipelineWorker({ pipeline: 'image', configSchema, start: startWorkerImageService });

@@ -5,7 +5,7 @@ import { createImageJobProcessor } from './application/image-job';
 import type { Config } from './config';
 import { MemoryBudget } from './domain/memory-budget';
 
-export interface ImageWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
+export interface WorkerImageDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &
     Pick<
       Config,
@@ -14,7 +14,7 @@ export interface ImageWorkerDependencies extends Omit<PipelineWorkerDependencies
 }
 
 /** Queued jobs from JOBS and inline requests on `work.image.inline`, one processJob for both. */
-export function startImageWorker(deps: ImageWorkerDependencies) {
+export function startWorkerImageService(deps: WorkerImageDependencies) {
   const { config } = deps;
   const sharpState = configureSharp({
     cacheMemoryMb: config.SHARP_CACHE_MB,

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useWorkerHarness } from '../../../test/support/worker-harness';
-import { startImageWorker } from '../src/service';
+import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
+import { startWorkerImageService } from '../src/service';
 import { ImageFixtures } from './support/fixtures';
 
 let fixtures: ImageFixtures;
@@ -17,7 +17,7 @@ const worker = useWorkerHarness({
   name: 'image-worker',
   concurrency: 2,
   start: (dependencies) =>
-    startImageWorker({
+    startWorkerImageService({
       ...dependencies,
       config: {
         ...dependencies.config,
@@ -30,24 +30,17 @@ const worker = useWorkerHarness({
 });
 
 function imageJob(uploadKey: string): JobWorkMessage {
-  return {
-    jobId: `job_${randomUUID()}`,
+  return uploadWork({
     accountId: 'acc_img',
-    createdAt: new Date().toISOString(),
     pipeline: 'image',
-    input: {
-      kind: 'upload',
-      uploadId: 'upl_x',
-      key: uploadKey,
-      size: 1,
-      contentType: 'image/jpeg',
-      filename: 'photo.jpg',
-    },
+    key: uploadKey,
+    contentType: 'image/jpeg',
+    filename: 'photo.jpg',
     operations: [
       { type: 'resize', params: { width: 400, fit: 'inside', position: 'centre' } },
       { type: 'encode', params: { format: 'webp', quality: 80, effort: 4 } },
     ],
-  };
+  });
 }
 
 /** The job once settled, asserted to have ended `status`. */

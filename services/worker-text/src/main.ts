@@ -1,5 +1,5 @@
 import { runPipelineWorker } from '@tamp/kit';
 import { configSchema } from './config';
-import { startTextWorker } from './service';
+import { startWorkerTextService } from './service';
 
-await runPipelineWorker({ pipeline: 'text', configSchema, start: startTextWorker });
+await runPipelineWorker({ pipeline: 'text', configSchema, start: startWorkerTextService });

@@ -3,7 +3,7 @@ import { startTextPipelinePool } from './adapters/text-pipeline-pool';
 import { createTextJobProcessor } from './application/text-job';
 import { type Config, textPipelineThreads } from './config';
 
-export interface TextWorkerDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
+export interface WorkerTextDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
   config: PipelineWorkerDependencies['config'] &
     Pick<Config, 'TEXT_MAX_OUTPUT_TEXT_BYTES' | 'TEXT_PIPELINE_THREADS'>;
 }
@@ -12,8 +12,8 @@ export interface TextWorkerDependencies extends Omit<PipelineWorkerDependencies,
  * Queued jobs from JOBS and inline requests on `work.text.inline`, one processJob for both;
  * the pipeline itself runs in a worker thread pool.
  */
-export async function startTextWorker(
-  dependencies: TextWorkerDependencies,
+export async function startWorkerTextService(
+  dependencies: WorkerTextDependencies,
 ): Promise<{ stop(): Promise<void> }> {
   const threads = textPipelineThreads(dependencies.config);
   const pool = await startTextPipelinePool({ threads });

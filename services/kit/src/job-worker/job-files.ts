@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import {
   compressionRatio,
   type JobMetrics,
@@ -11,19 +12,16 @@ import { PermanentJobError } from './types';
 /** What a pipeline runner needs of the object store. */
 export type JobFileStore = Pick<ObjectStore, 'downloadToFile' | 'uploadFile'>;
 
-type UploadInput = Extract<JobWorkMessage['input'], { kind: 'upload' }>;
-
 /** Downloads the job's upload to `path`; a job without one can never run (media pipelines). */
-export async function downloadUpload(
+async function downloadUpload(
   store: JobFileStore,
   work: JobWorkMessage,
   path: string,
-): Promise<UploadInput> {
+): Promise<void> {
   if (work.input.kind !== 'upload') {
     throw new PermanentJobError(`An ${work.pipeline} job needs an uploaded file`);
   }
   await store.downloadToFile(work.input.key, path);
-  return work.input;
 }
 
 /**
@@ -39,6 +37,24 @@ export async function storeResult(
   const key = storageKeys.result(work.accountId, work.jobId, extension);
   await store.uploadFile(key, path, RESULT_CONTENT_TYPES[extension] ?? 'application/octet-stream');
   return key;
+}
+
+/**
+ * A media job file to file: the upload downloaded to `<workDir>/input`, `process` writing
+ * `outputPath` (and returning the result's extension), the result stored; its key and what
+ * `process` returned.
+ */
+export async function processUploadedFile<Result extends { extension: string }>(
+  store: JobFileStore,
+  work: JobWorkMessage,
+  paths: { workDir: string; outputPath: string },
+  process: (inputPath: string) => Promise<Result>,
+): Promise<{ outputKey: string; result: Result }> {
+  const inputPath = join(paths.workDir, 'input');
+  await downloadUpload(store, work, inputPath);
+  const result = await process(inputPath);
+  const outputKey = await storeResult(store, work, paths.outputPath, result.extension);
+  return { outputKey, result };
 }
 
 /** The metrics every pipeline reports, the ratio by proto's one rule. */

@@ -1,11 +1,5 @@
 import { join } from 'node:path';
-import {
-  downloadUpload,
-  type JobFileStore,
-  type ProcessJob,
-  sizeMetrics,
-  storeResult,
-} from '@tamp/kit';
+import { type JobFileStore, type ProcessJob, processUploadedFile, sizeMetrics } from '@tamp/kit';
 import { AUDIO_EXTENSIONS } from '@tamp/proto';
 import type { FfmpegRunner } from '../adapters/ffmpeg-runner';
 
@@ -23,20 +17,25 @@ export function createAudioJobProcessor(options: AudioJobOptions): ProcessJob<'a
     const startedAt = performance.now();
     const encode = work.operations.at(-1);
     const extension = encode?.type === 'encode' ? AUDIO_EXTENSIONS[encode.params.format] : 'audio';
-    const inputPath = join(workDir, 'input');
     const outputPath = join(workDir, `output.${extension}`);
-    await downloadUpload(options.store, work, inputPath);
-    heartbeat();
-    const audio = await options.audio.processAudio({
-      inputPath,
-      outputPath,
-      workDir: join(workDir, 'ffmpeg'),
-      operations: work.operations,
-      signal,
-      onProgress: () => heartbeat(),
-    });
+    const { outputKey, result: audio } = await processUploadedFile(
+      options.store,
+      work,
+      { workDir, outputPath },
+      (inputPath) => {
+        heartbeat();
+        return options.audio.processAudio({
+          inputPath,
+          outputPath,
+          workDir: join(workDir, 'ffmpeg'),
+          operations: work.operations,
+          signal,
+          onProgress: () => heartbeat(),
+        });
+      },
+    );
     return {
-      outputKey: await storeResult(options.store, work, outputPath, audio.extension),
+      outputKey,
       outputText: null,
       metrics: {
         ...sizeMetrics(audio.inputSize, audio.outputSize, startedAt),

@@ -1,11 +1,5 @@
 import { join } from 'node:path';
-import {
-  downloadUpload,
-  type JobFileStore,
-  type ProcessJob,
-  sizeMetrics,
-  storeResult,
-} from '@tamp/kit';
+import { type JobFileStore, type ProcessJob, processUploadedFile, sizeMetrics } from '@tamp/kit';
 import { processImage } from '../adapters/sharp-pipeline';
 import type { MemoryBudget } from '../domain/memory-budget';
 
@@ -24,17 +18,21 @@ export interface ImageJobOptions {
 export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'image'> {
   return async (work, { workDir, signal, logger }) => {
     const startedAt = performance.now();
-    const inputPath = join(workDir, 'input');
     const outputPath = join(workDir, 'output');
-    await downloadUpload(options.store, work, inputPath);
-    const image = await processImage({
-      inputPath,
-      outputPath,
-      operations: work.operations,
-      limitInputPixels: options.limitInputPixels,
-      memory: options.memory,
-      signal,
-    });
+    const { outputKey, result: image } = await processUploadedFile(
+      options.store,
+      work,
+      { workDir, outputPath },
+      (inputPath) =>
+        processImage({
+          inputPath,
+          outputPath,
+          operations: work.operations,
+          limitInputPixels: options.limitInputPixels,
+          memory: options.memory,
+          signal,
+        }),
+    );
     if (image.encoderSteppedDown) {
       logger.info(
         {
@@ -45,7 +43,7 @@ export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'i
       );
     }
     return {
-      outputKey: await storeResult(options.store, work, outputPath, image.extension),
+      outputKey,
       outputText: null,
       metrics: {
         ...sizeMetrics(image.inputSize, image.outputSize, startedAt),
