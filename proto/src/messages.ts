@@ -67,7 +67,8 @@ export type JobMetrics = z.infer<typeof jobMetrics>;
 /**
  * `inputSize / outputSize`, three decimals (4.2 means 4.2 times smaller). An empty output has no
  * finite ratio and reports 0 (docs/decisions.md#what-a-job-holds). The one rule: workers compute
- * it with this function, and nothing recomputes it.
+ * it with this function, and the job service applies it again to what it stores, so a job never
+ * holds a ratio another rule (an older worker) produced.
  */
 export function compressionRatio(inputSize: number, outputSize: number): number {
   if (outputSize <= 0) return 0;
