@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -126,16 +126,43 @@ export async function killLeftovers(
   return killed;
 }
 
+/**
+ * A loopback port nothing listens on, for a server started next. Chosen at random below the
+ * kernel's ephemeral range: a port from that range (what binding port 0 returns) can meanwhile
+ * become the local end of any outgoing connection or a TIME_WAIT entry, and the server's listen
+ * then fails with EADDRINUSE, which a busy test run did. A port is never handed out twice by one
+ * process.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const [low, high] = portsBelowEphemeralRange();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free loopback port between ${low} and ${high}`);
+}
+
+const handedOut = new Set<number>();
+
+/** From 10000 up to the ephemeral range or to Kubernetes' NodePort range (30000), the lower. */
+function portsBelowEphemeralRange(): [number, number] {
+  let ephemeralStart = 32_768;
+  try {
+    const range = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
+    ephemeralStart = Number(range.trim().split(/\s+/)[0]);
+  } catch {
+    // Not Linux: assume the usual range.
+  }
+  return [10_000, Math.max(12_000, Math.min(ephemeralStart, 30_000))];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        resolve(typeof address === 'object' && address !== null ? address.port : 0),
-      );
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
