@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import sharp, { type Sharp } from 'sharp';
+import { seededRandom } from '../../../../test/support/seeded-random';
 
 /**
  * Deterministic test images, generated at test time into a temp folder (no committed
@@ -82,18 +83,6 @@ export interface PixelBombOptions {
 
 export const EXIF_ARTIST = 'Tamp Fixture Artist';
 export const XMP_CREATOR = 'Tamp Fixture Creator';
-
-/** mulberry32: tiny, fast, good enough for test pixels, and the same on every platform. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function clampByte(value: number): number {
   return value < 0 ? 0 : value > 255 ? 255 : Math.round(value);

@@ -5,19 +5,9 @@
  * tests can check that code survives untouched.
  */
 
-export type Random = () => number;
+import { type Random, seededRandom } from '../../../../test/support/seeded-random';
 
-/** mulberry32: tiny, fast and good enough to drive test data. */
-export function seededRandom(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { type Random, seededRandom };
 
 export function pick<T>(random: Random, items: readonly T[]): T {
   const item = items[Math.floor(random() * items.length)];
