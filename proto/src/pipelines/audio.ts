@@ -150,5 +150,4 @@ export const audioPipeline = encodedPipeline<AudioOperation, AudioPresetName>(
   ({ params }) => ({ ...params, extension: AUDIO_EXTENSIONS[params.format] }),
 );
 
-export const DEFAULT_AUDIO_ENCODE: AudioEncodeOperation = audioPipeline.defaultEncode;
 export const audioEncodeOf = audioPipeline.encodeOf;

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { Pipeline } from '../limits';
-import { LIMITS } from '../limits';
 
 /**
  * A pipeline is defined once here: its operations (zod schemas whose ranges and defaults are the
@@ -47,10 +46,6 @@ export function operationSchema<Type extends string, Params extends z.ZodType>(
     // prefault parses the empty object, so per-field defaults apply when params is omitted.
     params: definition.params.prefault({} as z.input<Params>),
   });
-}
-
-export function operationListSchema<Operation extends z.ZodType>(operation: Operation) {
-  return z.array(operation).min(LIMITS.operationsPerJob.min).max(LIMITS.operationsPerJob.max);
 }
 
 /**

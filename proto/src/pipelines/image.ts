@@ -107,6 +107,3 @@ export const imagePipeline = encodedPipeline<ImageOperation, ImagePresetName>(
   // { format, quality, effort, extension }
   ({ params }) => ({ ...params, extension: IMAGE_EXTENSIONS[params.format] }),
 );
-
-export const DEFAULT_IMAGE_ENCODE: ImageEncodeOperation = imagePipeline.defaultEncode;
-export const imageEncodeOf = imagePipeline.encodeOf;
