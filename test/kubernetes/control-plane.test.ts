@@ -109,6 +109,18 @@ describe('the control plane (etcd, kube-apiserver, kube-controller-manager)', ()
 
   it('gives the default service account a token the API server accepts', async () => {
     const namespace = await cluster.namespace('token');
+    // The service-account controller creates `default` shortly after the namespace, not with it.
+    await pollUntil(
+      'the default service account',
+      async () => {
+        const { status } = await cluster.api(
+          'GET',
+          `/api/v1/namespaces/${namespace}/serviceaccounts/default`,
+        );
+        return status === 200 ? true : undefined;
+      },
+      30_000,
+    );
     const token = (await cluster.kubectl(['-n', namespace, 'create', 'token', 'default'])).trim();
     const review = await cluster.api<{
       status: { authenticated: boolean; user: { username: string } };

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,13 +18,27 @@ interface StackFile {
   services: Array<{ name: string; pid: number; opsPort: number }>;
 }
 
+/**
+ * Whether `pid` is still alive. A zombie is not: it has exited and only waits to be reaped, and
+ * the orphans of a killed launcher are reaped by PID 1, which here does so every few seconds.
+ */
 function isRunning(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
   }
+}
+
+/** The stack's processes (launcher, servers, services) still running, by name and pid. */
+function stillRunning(stackFile: StackFile): string[] {
+  const named = [
+    { name: 'launcher', pid: stackFile.launcherPid },
+    ...stackFile.servers,
+    ...stackFile.services,
+  ];
+  return named.filter(({ pid }) => isRunning(pid)).map(({ name, pid }) => `${name} (${pid})`);
 }
 
 /** Processes whose command line mentions the stack's private data folder (the launched servers). */
@@ -78,14 +93,6 @@ const dataDirs: string[] = [];
 
 async function readStackFile(dataDir: string): Promise<StackFile> {
   return JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as StackFile;
-}
-
-function pidsOf(stackFile: StackFile): number[] {
-  return [
-    stackFile.launcherPid,
-    ...stackFile.servers.map((server) => server.pid),
-    ...stackFile.services.map((service) => service.pid),
-  ];
 }
 
 /** Polls (100 ms) until `check` holds, for at most `timeoutMs`; the last value either way. */
@@ -154,7 +161,7 @@ describe('npm start (the whole local stack)', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
 
-    expect(pidsOf(stackFile).filter(isRunning)).toEqual([]);
+    expect(stillRunning(stackFile)).toEqual([]);
     expect(processesUsing(dataDir)).toEqual([]);
   }, 240_000);
 
@@ -216,7 +223,7 @@ describe('npm start (the whole local stack)', () => {
     console.log(`graceful stop with worker-audio busy: ${stopSeconds.toFixed(1)} s`);
     expect(stopSeconds).toBeLessThan(15);
     expect(isRunning(audioWorker.pid)).toBe(false);
-    expect(pidsOf(stackFile).filter(isRunning)).toEqual([]);
+    expect(stillRunning(stackFile)).toEqual([]);
     expect(processesUsing(dataDir)).toEqual([]);
   }, 300_000);
 
@@ -227,8 +234,8 @@ describe('npm start (the whole local stack)', () => {
     const stackFile = await readStackFile(dataDir);
     // No signal handler runs: only the parent-death signals can stop the servers and services.
     process.kill(stackFile.launcherPid, 'SIGKILL');
-    const left = await within(20_000, () => pidsOf(stackFile).filter(isRunning).length === 0);
-    expect(left, `still running: ${pidsOf(stackFile).filter(isRunning)}`).toBe(true);
+    await within(20_000, () => stillRunning(stackFile).length === 0);
+    expect(stillRunning(stackFile)).toEqual([]);
     await within(10_000, () => first.child.exitCode !== null);
 
     const second = await startStack(dataDir);
