@@ -8,19 +8,16 @@ await runService({
   configSchema,
   async start(context) {
     const { config } = context;
-    const { nats, topology } = await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
-    const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, BILLING_INDEXES);
-    const billing = await startBillingService({
+    const { nats, topology } = await context.connectNats(config);
+    return startBillingService({
       nats,
       topology,
-      db,
+      db: await context.connectMongo(config, BILLING_INDEXES),
       plans: config.PLANS_JSON,
       logger: context.logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
       webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
       metrics: creditMetrics(context.metrics),
     });
-    // Registered after NATS and Mongo, so it runs before they close: stop taking work first.
-    context.shutdown.register('billing', () => billing.stop());
   },
 });

@@ -1,4 +1,4 @@
-import { objectStoreConfigFrom, runService } from '@tamp/kit';
+import { runService } from '@tamp/kit';
 import { configSchema } from './config';
 import { startGatewayService } from './service';
 
@@ -7,11 +7,8 @@ await runService({
   configSchema,
   async start(context) {
     const { config, logger } = context;
-    const { nats, topology, rpc } = await context.connectNats(
-      config.NATS_URL,
-      config.NATS_NAMESPACE,
-    );
-    const objectStore = await context.openObjectStore(objectStoreConfigFrom(config));
+    const { nats, topology, rpc } = await context.connectNats(config);
+    const objectStore = await context.openObjectStore(config);
     if (config.ADMIN_TOKEN === undefined) {
       logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
     }
@@ -29,7 +26,6 @@ await runService({
     });
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
-    // Registered after NATS, so HTTP intake stops before the NATS connection drains.
-    context.shutdown.register('http', () => gateway.stop());
+    return gateway;
   },
 });
