@@ -1,15 +1,17 @@
-import { JOB_STATUSES, JOB_TYPES } from '@tamp/proto';
+import { JOB_STATUSES, JOB_TYPES, type Pipeline } from '@tamp/proto';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_BASE_URL, Tamp } from '../client';
 import { TampTimeoutError } from '../errors';
 import type { RetryEvent } from '../http';
 import {
-  jobsList,
-  operations,
+  jobsText,
+  jobText,
+  listJobs,
+  operationsText,
   pipelineArgument,
-  presets,
-  printJob,
-  usage,
+  presetsText,
+  show,
+  usageText,
   webhookVerify,
 } from './commands';
 import { type CompressFlags, compressCommand } from './compress/command';
@@ -118,8 +120,8 @@ nothing is uploaded, created or charged twice.`,
     .option('-n, --limit <n>', 'how many', integer('--limit', 1, 10_000), 20)
     .option('--json', 'JSON output', false)
     .action(
-      run((flags: { type?: string; status?: string; limit: number; json: boolean }) =>
-        jobsList(connect(), flags),
+      run(async (flags: { type?: string; status?: string; limit: number; json: boolean }) =>
+        show(await listJobs(connect(), flags), flags.json, jobsText),
       ),
     );
   jobs
@@ -128,10 +130,9 @@ nothing is uploaded, created or charged twice.`,
     .argument('<id>', 'job id (job_…)')
     .option('--json', 'JSON output', false)
     .action(
-      run(async (id: string, flags: { json: boolean }) => {
-        printJob(await connect().getJob(id), flags.json);
-        return EXIT.ok;
-      }),
+      run(async (id: string, flags: { json: boolean }) =>
+        show(await connect().getJob(id), flags.json, jobText),
+      ),
     );
   jobs
     .command('wait')
@@ -147,7 +148,7 @@ nothing is uploaded, created or charged twice.`,
     .action(
       run(async (id: string, flags: { timeout: number; json: boolean }) => {
         const job = await connect().waitForJob(id, { timeoutMs: flags.timeout * 1000 });
-        printJob(job, flags.json);
+        show(job, flags.json, jobText);
         return job.status === 'completed' ? EXIT.ok : EXIT.failed;
       }),
     );
@@ -156,14 +157,20 @@ nothing is uploaded, created or charged twice.`,
     .command('usage')
     .description("this billing period's usage per pipeline")
     .option('--json', 'JSON output', false)
-    .action(run((flags: { json: boolean }) => usage(connect(), flags.json)));
+    .action(
+      run(async (flags: { json: boolean }) => show(await connect().usage(), flags.json, usageText)),
+    );
 
   program
     .command('presets')
     .description('the presets of a pipeline and the operations they run')
     .argument('<pipeline>', 'audio, image or text', pipelineArgument)
     .option('--json', 'JSON output', false)
-    .action(run((pipeline, flags: { json: boolean }) => presets(connect(), pipeline, flags.json)));
+    .action(
+      run(async (pipeline: Pipeline, flags: { json: boolean }) =>
+        show(await connect().presets(pipeline), flags.json, presetsText(pipeline)),
+      ),
+    );
 
   program
     .command('operations')
@@ -171,7 +178,9 @@ nothing is uploaded, created or charged twice.`,
     .argument('<pipeline>', 'audio, image or text', pipelineArgument)
     .option('--json', 'JSON output', false)
     .action(
-      run((pipeline, flags: { json: boolean }) => operations(connect(), pipeline, flags.json)),
+      run(async (pipeline: Pipeline, flags: { json: boolean }) =>
+        show(await connect().operations(pipeline), flags.json, operationsText),
+      ),
     );
 
   program
