@@ -2,8 +2,8 @@ import { z } from 'zod';
 import {
   defineOperation,
   encodedPipeline,
-  operationSchema,
   type PresetDefinition,
+  pipelineOperations,
   preset,
 } from './definition';
 
@@ -79,13 +79,14 @@ export const audioEncode = defineOperation({
   }),
 });
 
-export const audioOperationSchema = z.discriminatedUnion('type', [
-  operationSchema(audioTrimSilence),
-  operationSchema(audioNormalize),
-  operationSchema(audioCompress),
-  operationSchema(audioSpeedup),
-  operationSchema(audioEncode),
-]);
+const audioOperations = pipelineOperations(
+  audioTrimSilence,
+  audioNormalize,
+  audioCompress,
+  audioSpeedup,
+  audioEncode,
+);
+export const audioOperationSchema = audioOperations.operationSchema;
 export type AudioOperation = z.output<typeof audioOperationSchema>;
 export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;
 
@@ -141,13 +142,11 @@ const audioPresets: PresetDefinition<AudioPresetName>[] = [
 export const audioPipeline = encodedPipeline<AudioOperation, AudioPresetName>(
   {
     pipeline: 'audio',
-    operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
-    operationSchema: audioOperationSchema,
+    ...audioOperations,
     presets: audioPresets,
     presetNames: AUDIO_PRESET_NAMES,
   },
-  // { format, bitrate, channels, extension }
-  ({ params }) => ({ ...params, extension: AUDIO_EXTENSIONS[params.format] }),
+  AUDIO_EXTENSIONS,
 );
 
 export const audioEncodeOf = audioPipeline.encodeOf;

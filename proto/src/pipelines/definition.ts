@@ -48,6 +48,25 @@ export function operationSchema<Type extends string, Params extends z.ZodType>(
   });
 }
 
+type AnyOperationDefinition = OperationDefinition<string, z.ZodType>;
+type OperationSchemaOf<Definition> =
+  Definition extends OperationDefinition<infer Type, infer Params>
+    ? ReturnType<typeof operationSchema<Type, Params>>
+    : never;
+
+/**
+ * A pipeline's operations, each listed once: the definitions (for `/operations`) and the
+ * `{ type, params? }` union that validates them.
+ */
+export function pipelineOperations<
+  const Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
+>(...definitions: Definitions) {
+  const options = definitions.map((definition) => operationSchema(definition)) as unknown as {
+    -readonly [Index in keyof Definitions]: OperationSchemaOf<Definitions[Index]>;
+  };
+  return { operations: definitions, operationSchema: z.discriminatedUnion('type', options) };
+}
+
 /**
  * The spec's encode rule for audio and image: one encode always runs last; when the chain has
  * none the defaults are appended, when it has several the last one wins.
@@ -156,6 +175,8 @@ export function describeOperations(
 }
 
 type EncodeOf<Operation> = Extract<Operation, { type: 'encode' }>;
+type FormatOf<Operation> =
+  EncodeOf<Operation> extends { params: { format: infer Format } } ? Format & string : never;
 
 /** A pipeline whose chain always ends with one encode (audio, image), and that encode's rules. */
 export interface EncodedPipelineDefinition<
@@ -170,14 +191,15 @@ export interface EncodedPipelineDefinition<
 
 /**
  * Completes an audio or image definition with the spec's encode rule (placeEncodeLast, with the
- * encode's defaults when a chain has none) and an output described by its encode.
+ * encode's defaults when a chain has none) and an output described by its encode: the encode's
+ * params and the file extension of its format.
  */
 export function encodedPipeline<
   Operation extends { type: string; params: unknown },
   PresetName extends string,
 >(
   definition: Omit<PipelineDefinition<Operation, PresetName>, 'finalizeChain' | 'describeOutput'>,
-  describeEncode: (encode: EncodeOf<Operation>) => Record<string, unknown>,
+  extensions: Record<FormatOf<Operation>, string>,
 ): EncodedPipelineDefinition<Operation, PresetName> {
   const defaultEncode = definition.operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
   const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
@@ -192,6 +214,9 @@ export function encodedPipeline<
     defaultEncode,
     encodeOf,
     finalizeChain: (operations) => placeEncodeLast(operations, defaultEncode as Operation),
-    describeOutput: (chain) => describeEncode(encodeOf(chain)),
+    describeOutput: (chain) => {
+      const { params } = encodeOf(chain) as { params: { format: FormatOf<Operation> } };
+      return { ...params, extension: extensions[params.format] };
+    },
   };
 }

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import {
   defineOperation,
   encodedPipeline,
-  operationSchema,
   type PresetDefinition,
+  pipelineOperations,
   preset,
 } from './definition';
 
@@ -56,10 +56,8 @@ export const imageEncode = defineOperation({
   }),
 });
 
-export const imageOperationSchema = z.discriminatedUnion('type', [
-  operationSchema(imageResize),
-  operationSchema(imageEncode),
-]);
+const imageOperations = pipelineOperations(imageResize, imageEncode);
+export const imageOperationSchema = imageOperations.operationSchema;
 export type ImageOperation = z.output<typeof imageOperationSchema>;
 export type ImageResizeOperation = Extract<ImageOperation, { type: 'resize' }>;
 export type ImageEncodeOperation = Extract<ImageOperation, { type: 'encode' }>;
@@ -99,11 +97,9 @@ const imagePresets: PresetDefinition<ImagePresetName>[] = [
 export const imagePipeline = encodedPipeline<ImageOperation, ImagePresetName>(
   {
     pipeline: 'image',
-    operations: [imageResize, imageEncode],
-    operationSchema: imageOperationSchema,
+    ...imageOperations,
     presets: imagePresets,
     presetNames: IMAGE_PRESET_NAMES,
   },
-  // { format, quality, effort, extension }
-  ({ params }) => ({ ...params, extension: IMAGE_EXTENSIONS[params.format] }),
+  IMAGE_EXTENSIONS,
 );
