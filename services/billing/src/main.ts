@@ -6,18 +6,17 @@ import { startBillingService } from './service';
 await runService({
   name: 'billing',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    const { nats, topology } = await context.connectNats(config);
+  async start({ config, logger, metrics, connectNats, connectMongo }) {
+    const { nats, topology } = await connectNats(config);
     return startBillingService({
       nats,
       topology,
-      db: await context.connectMongo(config, BILLING_INDEXES),
+      db: await connectMongo(config, BILLING_INDEXES),
       plans: config.PLANS_JSON,
-      logger: context.logger,
+      logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
       webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
-      metrics: creditMetrics(context.metrics),
+      metrics: creditMetrics(metrics),
     });
   },
 });

@@ -6,22 +6,29 @@ import { startJobService } from './service';
 await runService({
   name: 'job',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    const { nats, topology, rpc } = await context.connectNats(config);
+  async start({
+    config,
+    logger,
+    metrics,
+    connectNats,
+    connectMongo,
+    connectMongoForReads,
+    openObjectStore,
+  }) {
+    const { nats, topology, rpc } = await connectNats(config);
     const service = await startJobService({
-      db: await context.connectMongo(config, JOB_INDEXES),
-      readDb: await context.connectMongoForReads(config),
+      db: await connectMongo(config, JOB_INDEXES),
+      readDb: await connectMongoForReads(config),
       nats,
       topology,
       rpc,
-      store: await context.openObjectStore(config),
-      logger: context.logger,
+      store: await openObjectStore(config),
+      logger,
       settings: jobSettingsFrom(config),
-      metrics: jobOutcomeMetrics(context.metrics),
+      metrics: jobOutcomeMetrics(metrics),
     });
     // The job service owns the queue, so it alone exports every consumer's backlog.
-    observeQueueBacklog(context.metrics, nats, Object.values(topology.consumers));
+    observeQueueBacklog(metrics, nats, Object.values(topology.consumers));
     return service;
   },
 });

@@ -31,7 +31,8 @@ import { startTracing } from './tracing';
 /**
  * What a running service gets: its parsed config, logger, metrics and lifecycle, plus
  * connectors that register their own readiness check and shutdown step, so every service
- * drains and closes its dependencies the same way.
+ * drains and closes its dependencies the same way. The connectors are bound functions, so a
+ * `start` takes what it uses apart: `start({ config, connectNats })`.
  */
 export class ServiceContext<Config extends ServiceEnv> {
   constructor(
@@ -44,7 +45,9 @@ export class ServiceContext<Config extends ServiceEnv> {
   ) {}
 
   /** Connects to NATS and provisions the namespace's streams and consumers (idempotent). */
-  async connectNats(env: NatsEnv): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> {
+  readonly connectNats = async (
+    env: NatsEnv,
+  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> => {
     const topology = createTopology(env.NATS_NAMESPACE);
     const nats = await connectNats({ url: env.NATS_URL, name: this.name, logger: this.logger });
     this.shutdown.register('nats', async () => {
@@ -59,9 +62,12 @@ export class ServiceContext<Config extends ServiceEnv> {
     });
     await withRetries(() => provisionTopology(nats, topology));
     return { nats, topology, rpc: new Rpc(nats, topology, this.logger) };
-  }
+  };
 
-  async connectMongo(env: MongoEnv, indexes: readonly IndexSpecification[] = []): Promise<Db> {
+  readonly connectMongo = async (
+    env: MongoEnv,
+    indexes: readonly IndexSpecification[] = [],
+  ): Promise<Db> => {
     const { MONGO_URL: url, MONGO_DATABASE: database } = env;
     const { client, db, serialized } = await connectMongo({ url, database, appName: this.name });
     this.shutdown.register('mongo', () => client.close());
@@ -80,7 +86,7 @@ export class ServiceContext<Config extends ServiceEnv> {
     });
     await provisionIndexes(db, indexes);
     return db;
-  }
+  };
 
   /**
    * A pooled connection for reads that need no serialization (public reads of a document's
@@ -88,10 +94,10 @@ export class ServiceContext<Config extends ServiceEnv> {
    * so guarded updates stay atomic; reads do not need that, and would otherwise queue behind
    * every write. Never use it for a read that decides a write.
    */
-  async connectMongoForReads(env: MongoEnv): Promise<Db> {
+  readonly connectMongoForReads = async (env: MongoEnv): Promise<Db> => {
     const client = await this.openMongoClient(env.MONGO_URL, `${this.name}-reads`, 'mongo-reads');
     return client.db(env.MONGO_DATABASE);
-  }
+  };
 
   private async openMongoClient(url: string, appName: string, step: string) {
     const MongoClient = await loadMongoClient();
@@ -101,12 +107,12 @@ export class ServiceContext<Config extends ServiceEnv> {
   }
 
   /** Opens the bucket, creating it and its lifecycle rules when missing. */
-  async openObjectStore(env: S3Env): Promise<ObjectStore> {
+  readonly openObjectStore = async (env: S3Env): Promise<ObjectStore> => {
     const store = new ObjectStore(objectStoreConfigFrom(env));
     await withRetries(() => store.provision(STORAGE_LIFECYCLE_RULES));
     this.ops.addReadinessCheck('s3', () => store.ping());
     return store;
-  }
+  };
 }
 
 /** What a service's start returns: how to stop taking work and finish what is in flight. */

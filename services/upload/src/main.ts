@@ -6,14 +6,13 @@ import { startUploadService } from './service';
 await runService({
   name: 'upload',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    const { rpc } = await context.connectNats(config);
+  async start({ config, logger, connectNats, connectMongo, openObjectStore }) {
+    const { rpc } = await connectNats(config);
     return startUploadService({
       rpc,
-      db: await context.connectMongo(config, UPLOAD_INDEXES),
-      store: await context.openObjectStore(config),
-      logger: context.logger,
+      db: await connectMongo(config, UPLOAD_INDEXES),
+      store: await openObjectStore(config),
+      logger,
       sweepIntervalMs: config.UPLOAD_SWEEP_INTERVAL_MS,
     });
   },

@@ -6,19 +6,18 @@ import { startWebhookService } from './service';
 await runService({
   name: 'webhook',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    const { nats, topology, rpc } = await context.connectNats(config);
+  async start({ config, logger, metrics, connectNats, connectMongo }) {
+    const { nats, topology, rpc } = await connectNats(config);
     return startWebhookService({
       nats,
       topology,
       rpc,
-      db: await context.connectMongo(config, WEBHOOK_INDEXES),
+      db: await connectMongo(config, WEBHOOK_INDEXES),
       policy: targetPolicyFrom(config),
       retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      logger: context.logger,
-      metrics: context.metrics,
+      logger,
+      metrics,
     });
   },
 });

@@ -107,17 +107,16 @@ export async function runPipelineWorker<
   await runService({
     name: WORKER_SERVICES[options.pipeline],
     configSchema: options.configSchema,
-    async start(context) {
-      const { config } = context;
-      const { nats, topology, rpc } = await context.connectNats(config);
+    async start({ config, logger, metrics, connectNats, openObjectStore }) {
+      const { nats, topology, rpc } = await connectNats(config);
       return options.start({
         config,
         nats,
         topology,
         rpc,
-        store: await context.openObjectStore(config),
-        logger: context.logger,
-        metrics: context.metrics,
+        store: await openObjectStore(config),
+        logger,
+        metrics,
       });
     },
   });
