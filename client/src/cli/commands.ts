@@ -107,23 +107,21 @@ export function usageText(current: PublicUsage): string {
   );
 }
 
-export function presetsText(pipeline: Pipeline) {
-  return (catalogue: PublicPresetCatalogue): string => {
-    const rows = catalogue.presets.map((preset) => [
-      preset.name,
-      preset.description,
-      preset.operations.map((operation) => operation.type).join(' → '),
-      Object.entries(preset.output)
-        .filter(([name]) => name !== 'extension')
-        .map(([name, value]) => `${name} ${String(value)}`)
-        .join(', '),
-      preset.queued ? 'always' : 'when large',
-    ]);
-    return (
-      `${table(['Preset', 'What it does', 'Operations', 'Output', 'Queued'], rows)}\n` +
-      `Use: tamp compress FILES --preset NAME, or --ops '[{"type":…,"params":{…}}]' (tamp operations ${pipeline}).`
-    );
-  };
+export function presetsText(catalogue: PublicPresetCatalogue, pipeline: Pipeline): string {
+  const rows = catalogue.presets.map((preset) => [
+    preset.name,
+    preset.description,
+    preset.operations.map((operation) => operation.type).join(' → '),
+    Object.entries(preset.output)
+      .filter(([name]) => name !== 'extension')
+      .map(([name, value]) => `${name} ${String(value)}`)
+      .join(', '),
+    preset.queued ? 'always' : 'when large',
+  ]);
+  return (
+    `${table(['Preset', 'What it does', 'Operations', 'Output', 'Queued'], rows)}\n` +
+    `Use: tamp compress FILES --preset NAME, or --ops '[{"type":…,"params":{…}}]' (tamp operations ${pipeline}).`
+  );
 }
 
 export function operationsText(catalogue: PublicOperationCatalogue): string {

@@ -64,6 +64,22 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     async (...args: Args) => {
       setExitCode(await action(...args));
     };
+  /**
+   * The action of a command that reads one thing from the API and shows it (see `show`).
+   * Commander calls it with the command's argument when it has one, its flags, then itself;
+   * `read` and `render` get that argument, or the flags when there is none.
+   */
+  const reads =
+    <Argument, Answer>(
+      read: (tamp: Tamp, argument: Argument) => Promise<Answer>,
+      render: (answer: Answer, argument: Argument) => string,
+    ) =>
+    async (...parameters: unknown[]) => {
+      const flags = parameters.at(-2) as { json: boolean };
+      const argument = (parameters.length > 2 ? parameters[0] : flags) as Argument;
+      const answer = await read(connect(), argument);
+      setExitCode(show(answer, flags.json, (shown) => render(shown, argument)));
+    };
 
   program
     .description('Compress audio, images and text with Tamp.')
@@ -119,21 +135,13 @@ nothing is uploaded, created or charged twice.`,
     .addOption(new Option('--status <status>', 'only this status').choices(JOB_STATUSES))
     .option('-n, --limit <n>', 'how many', integer('--limit', 1, 10_000), 20)
     .option('--json', 'JSON output', false)
-    .action(
-      run(async (flags: { type?: string; status?: string; limit: number; json: boolean }) =>
-        show(await listJobs(connect(), flags), flags.json, jobsText),
-      ),
-    );
+    .action(reads(listJobs, jobsText));
   jobs
     .command('get')
     .description('one job, with a fresh output link')
     .argument('<id>', 'job id (job_…)')
     .option('--json', 'JSON output', false)
-    .action(
-      run(async (id: string, flags: { json: boolean }) =>
-        show(await connect().getJob(id), flags.json, jobText),
-      ),
-    );
+    .action(reads((tamp, id: string) => tamp.getJob(id), jobText));
   jobs
     .command('wait')
     .description('wait until a job is completed (exit 0) or failed (exit 1)')
@@ -157,31 +165,22 @@ nothing is uploaded, created or charged twice.`,
     .command('usage')
     .description("this billing period's usage per pipeline")
     .option('--json', 'JSON output', false)
-    .action(
-      run(async (flags: { json: boolean }) => show(await connect().usage(), flags.json, usageText)),
-    );
+    .action(reads((tamp) => tamp.usage(), usageText));
 
-  program
-    .command('presets')
-    .description('the presets of a pipeline and the operations they run')
-    .argument('<pipeline>', 'audio, image or text', pipelineArgument)
-    .option('--json', 'JSON output', false)
-    .action(
-      run(async (pipeline: Pipeline, flags: { json: boolean }) =>
-        show(await connect().presets(pipeline), flags.json, presetsText(pipeline)),
-      ),
-    );
-
-  program
-    .command('operations')
-    .description('the operations of a pipeline, their parameters, ranges and defaults')
-    .argument('<pipeline>', 'audio, image or text', pipelineArgument)
-    .option('--json', 'JSON output', false)
-    .action(
-      run(async (pipeline: Pipeline, flags: { json: boolean }) =>
-        show(await connect().operations(pipeline), flags.json, operationsText),
-      ),
-    );
+  /** `tamp presets <pipeline>` and `tamp operations <pipeline>`: what the API publishes per pipeline. */
+  const pipelineCatalogue = (name: string, description: string) =>
+    program
+      .command(name)
+      .description(description)
+      .argument('<pipeline>', 'audio, image or text', pipelineArgument)
+      .option('--json', 'JSON output', false);
+  pipelineCatalogue('presets', 'the presets of a pipeline and the operations they run').action(
+    reads((tamp, pipeline: Pipeline) => tamp.presets(pipeline), presetsText),
+  );
+  pipelineCatalogue(
+    'operations',
+    'the operations of a pipeline, their parameters, ranges and defaults',
+  ).action(reads((tamp, pipeline: Pipeline) => tamp.operations(pipeline), operationsText));
 
   program
     .command('webhook')
