@@ -1,11 +1,5 @@
 import { z } from 'zod';
-import {
-  defineOperation,
-  encodedPipeline,
-  type PresetDefinition,
-  pipelineOperations,
-  preset,
-} from './definition';
+import { defineOperation, encodedPipeline, type PresetDefinition, preset } from './definition';
 
 export const audioTrimSilence = defineOperation({
   type: 'trim-silence',
@@ -79,14 +73,6 @@ export const audioEncode = defineOperation({
   }),
 });
 
-const audioOperations = pipelineOperations(
-  audioTrimSilence,
-  audioNormalize,
-  audioCompress,
-  audioSpeedup,
-  audioEncode,
-);
-export const audioOperationSchema = audioOperations.operationSchema;
 export type AudioOperation = z.output<typeof audioOperationSchema>;
 export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;
 
@@ -139,14 +125,13 @@ const audioPresets: PresetDefinition<AudioPresetName>[] = [
   ]),
 ];
 
-export const audioPipeline = encodedPipeline<AudioOperation, AudioPresetName>(
-  {
-    pipeline: 'audio',
-    ...audioOperations,
-    presets: audioPresets,
-    presetNames: AUDIO_PRESET_NAMES,
-  },
-  AUDIO_EXTENSIONS,
-);
+export const audioPipeline = encodedPipeline({
+  pipeline: 'audio',
+  operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
+  presets: audioPresets,
+  presetNames: AUDIO_PRESET_NAMES,
+  extensions: AUDIO_EXTENSIONS,
+});
+export const audioOperationSchema = audioPipeline.operationSchema;
 
 export const audioEncodeOf = audioPipeline.encodeOf;

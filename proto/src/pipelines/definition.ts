@@ -67,6 +67,10 @@ export function pipelineOperations<
   return { operations: definitions, operationSchema: z.discriminatedUnion('type', options) };
 }
 
+type OperationOf<
+  Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
+> = z.output<ReturnType<typeof pipelineOperations<Definitions>>['operationSchema']>;
+
 /**
  * The spec's encode rule for audio and image: one encode always runs last; when the chain has
  * none the defaults are appended, when it has several the last one wins.
@@ -190,18 +194,26 @@ export interface EncodedPipelineDefinition<
 }
 
 /**
- * Completes an audio or image definition with the spec's encode rule (placeEncodeLast, with the
- * encode's defaults when a chain has none) and an output described by its encode: the encode's
+ * An audio or image pipeline, defined once: its operations (the validating union is derived
+ * from them), its presets, and the spec's encode rule (placeEncodeLast, with the encode's
+ * defaults when a chain has none). A chain's output is described by its encode: the encode's
  * params and the file extension of its format.
  */
 export function encodedPipeline<
-  Operation extends { type: string; params: unknown },
+  const Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
   PresetName extends string,
->(
-  definition: Omit<PipelineDefinition<Operation, PresetName>, 'finalizeChain' | 'describeOutput'>,
-  extensions: Record<FormatOf<Operation>, string>,
-): EncodedPipelineDefinition<Operation, PresetName> {
-  const defaultEncode = definition.operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
+>(definition: {
+  pipeline: Pipeline;
+  operations: Definitions;
+  presets: ReadonlyArray<PresetDefinition<PresetName>>;
+  presetNames: readonly [PresetName, ...PresetName[]];
+  /** The file extension of each encode format. */
+  extensions: Record<FormatOf<OperationOf<Definitions>>, string>;
+}) {
+  type Operation = OperationOf<Definitions>;
+  const { extensions, ...rest } = definition;
+  const { operationSchema } = pipelineOperations(...definition.operations);
+  const defaultEncode = operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
   const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
     const encode = chain.at(-1);
     if (encode?.type !== 'encode') {
@@ -209,8 +221,9 @@ export function encodedPipeline<
     }
     return encode as EncodeOf<Operation>;
   };
-  return {
-    ...definition,
+  const pipeline: EncodedPipelineDefinition<Operation, PresetName> = {
+    ...rest,
+    operationSchema,
     defaultEncode,
     encodeOf,
     finalizeChain: (operations) => placeEncodeLast(operations, defaultEncode as Operation),
@@ -219,4 +232,5 @@ export function encodedPipeline<
       return { ...params, extension: extensions[params.format] };
     },
   };
+  return { ...pipeline, operationSchema };
 }

@@ -1,11 +1,5 @@
 import { z } from 'zod';
-import {
-  defineOperation,
-  encodedPipeline,
-  type PresetDefinition,
-  pipelineOperations,
-  preset,
-} from './definition';
+import { defineOperation, encodedPipeline, type PresetDefinition, preset } from './definition';
 
 const dimension = z.number().int().min(16).max(8192);
 
@@ -56,8 +50,6 @@ export const imageEncode = defineOperation({
   }),
 });
 
-const imageOperations = pipelineOperations(imageResize, imageEncode);
-export const imageOperationSchema = imageOperations.operationSchema;
 export type ImageOperation = z.output<typeof imageOperationSchema>;
 export type ImageResizeOperation = Extract<ImageOperation, { type: 'resize' }>;
 export type ImageEncodeOperation = Extract<ImageOperation, { type: 'encode' }>;
@@ -94,12 +86,11 @@ const imagePresets: PresetDefinition<ImagePresetName>[] = [
   ),
 ];
 
-export const imagePipeline = encodedPipeline<ImageOperation, ImagePresetName>(
-  {
-    pipeline: 'image',
-    ...imageOperations,
-    presets: imagePresets,
-    presetNames: IMAGE_PRESET_NAMES,
-  },
-  IMAGE_EXTENSIONS,
-);
+export const imagePipeline = encodedPipeline({
+  pipeline: 'image',
+  operations: [imageResize, imageEncode],
+  presets: imagePresets,
+  presetNames: IMAGE_PRESET_NAMES,
+  extensions: IMAGE_EXTENSIONS,
+});
+export const imageOperationSchema = imagePipeline.operationSchema;
