@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import { runInForeground } from '../infra/processes';
 import { PROJECT_ROOT } from '../infra/provision';
 import { startTampCluster, TAMP_NAMESPACE, type TampCluster } from './tamp-cluster';
 
@@ -12,39 +13,30 @@ const dataDir = resolve(PROJECT_ROOT, process.env.TAMP_CLUSTER_DIR ?? join('.dat
 const say = (message: string) => process.stdout.write(`[cluster] ${message}\n`);
 
 let tamp: TampCluster | undefined;
-let stopping: Promise<void> | undefined;
-async function stop(exitCode: number): Promise<void> {
-  stopping ??= (async () => {
-    say('stopping…');
+await runInForeground({
+  say,
+  async start() {
+    const started = Date.now();
+    tamp = await startTampCluster({ dataDir, log: say });
+    say(
+      `ready in ${Math.round((Date.now() - started) / 1000)} s (helm install --wait: ${tamp.helmInstallSeconds.toFixed(1)} s)`,
+    );
+    say(`Kubernetes API: ${tamp.cluster.server}`);
+    say(`kubeconfig:     ${tamp.kubeconfigPath}`);
+    say(`  export KUBECONFIG=${tamp.kubeconfigPath}; .tools/bin/kubectl get pods -A`);
+    say(`  .tools/bin/helm status tamp -n ${TAMP_NAMESPACE}`);
+    say(`Tamp public API: ${tamp.publicUrl}   (try ${tamp.publicUrl}/docs)`);
+    say(
+      `Tamp admin API:  ${tamp.adminUrl}   (Authorization: Bearer <admin-token of the Secret tamp-secrets>)`,
+    );
+    say(
+      `  curl -s -X POST ${tamp.adminUrl}/admin/accounts -H "Authorization: Bearer $(KUBECONFIG=${tamp.kubeconfigPath} .tools/bin/kubectl -n ${TAMP_NAMESPACE} get secret tamp-secrets -o jsonpath='{.data.admin-token}' | base64 -d)" -H 'Content-Type: application/json' -d '{"plan":"free"}'`,
+    );
+    say(`S3 (presigned URLs): ${tamp.s3PublicUrl}`);
+    say('Ctrl-C stops the cluster');
+  },
+  async stop() {
     await tamp?.stop();
     say('stopped: no process, mount or network namespace of the cluster is left');
-  })();
-  await stopping;
-  process.exit(exitCode);
-}
-process.on('SIGINT', () => void stop(0));
-process.on('SIGTERM', () => void stop(0));
-
-try {
-  const started = Date.now();
-  tamp = await startTampCluster({ dataDir, log: say });
-  say(
-    `ready in ${Math.round((Date.now() - started) / 1000)} s (helm install --wait: ${tamp.helmInstallSeconds.toFixed(1)} s)`,
-  );
-  say(`Kubernetes API: ${tamp.cluster.server}`);
-  say(`kubeconfig:     ${tamp.kubeconfigPath}`);
-  say(`  export KUBECONFIG=${tamp.kubeconfigPath}; .tools/bin/kubectl get pods -A`);
-  say(`  .tools/bin/helm status tamp -n ${TAMP_NAMESPACE}`);
-  say(`Tamp public API: ${tamp.publicUrl}   (try ${tamp.publicUrl}/docs)`);
-  say(
-    `Tamp admin API:  ${tamp.adminUrl}   (Authorization: Bearer <admin-token of the Secret tamp-secrets>)`,
-  );
-  say(
-    `  curl -s -X POST ${tamp.adminUrl}/admin/accounts -H "Authorization: Bearer $(KUBECONFIG=${tamp.kubeconfigPath} .tools/bin/kubectl -n ${TAMP_NAMESPACE} get secret tamp-secrets -o jsonpath='{.data.admin-token}' | base64 -d)" -H 'Content-Type: application/json' -d '{"plan":"free"}'`,
-  );
-  say(`S3 (presigned URLs): ${tamp.s3PublicUrl}`);
-  say('Ctrl-C stops the cluster');
-} catch (error) {
-  say(`failed to start: ${error instanceof Error ? error.message : String(error)}`);
-  await stop(1);
-}
+  },
+});

@@ -252,3 +252,32 @@ export async function waitUntil(
     `${server.name} did not answer within ${timeoutMs} ms:\n${await tail(server.logFile)}`,
   );
 }
+
+/**
+ * The life of a foreground command (`npm start`, `npm run cluster`): `start`, then run until
+ * Ctrl-C or SIGTERM. `stop` runs once, whether a signal asked for it or `start` failed (with
+ * whatever `start` got to), and the process exits: 0 on a signal, 1 when `start` failed.
+ */
+export async function runInForeground(options: {
+  say: (message: string) => void;
+  start: () => Promise<void>;
+  stop: () => Promise<void>;
+}): Promise<void> {
+  let stopping: Promise<void> | undefined;
+  const stop = async (exitCode: number) => {
+    stopping ??= (async () => {
+      options.say('stopping…');
+      await options.stop();
+    })();
+    await stopping;
+    process.exit(exitCode);
+  };
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+  try {
+    await options.start();
+  } catch (error) {
+    options.say(`failed to start: ${error instanceof Error ? error.message : String(error)}`);
+    await stop(1);
+  }
+}

@@ -152,6 +152,27 @@ async function aptInstall(packages: string[]): Promise<void> {
 }
 
 /**
+ * How every Go tool is built here: with the Go toolchain on PATH and only that one
+ * (GOTOOLCHAIN=local: no download of another), static (CGO_ENABLED=0), and logged as the
+ * first-run build it is, with its duration. `build` gets the environment to run go with.
+ */
+async function buildWithGo(
+  what: string,
+  version: string,
+  goFlags: string,
+  log: Log,
+  build: (env: NodeJS.ProcessEnv) => Promise<void>,
+): Promise<void> {
+  if ((await which('go')) === undefined) {
+    throw new Error(`building ${what} needs the Go toolchain on PATH`);
+  }
+  log(`Building ${what} ${version} from source (first run only; takes minutes)…`);
+  const started = Date.now();
+  await build({ ...process.env, GOFLAGS: goFlags, GOTOOLCHAIN: 'local', CGO_ENABLED: '0' });
+  log(`Built ${what} in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+/**
  * Builds a Go tool inside a writable copy of its module at the pinned version. Not `go install
  * module@version`: that also asks the module proxy for the module's version list (to report
  * deprecations), which the proxy refuses for some modules, and FerretDB must have its
@@ -167,44 +188,35 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
   ) {
     return;
   }
-  if ((await which('go')) === undefined)
-    throw new Error(`building ${name} needs the Go toolchain on PATH`);
-  log(`Building ${name} ${tool.version} from source (first run only; takes minutes)…`);
-  const started = Date.now();
-  const env = {
-    ...process.env,
-    GOFLAGS: '-buildvcs=false',
-    GOTOOLCHAIN: 'local',
-    CGO_ENABLED: '0',
-  };
-  const { stdout } = await execFile('go', ['mod', 'download', '-json', stamp], {
-    env,
-    cwd: TOOLS_DIR,
-  });
-  const moduleDir = z.object({ Dir: z.string() }).parse(JSON.parse(stdout)).Dir;
-  // Private to this process: two provisioning runs at once (two test runs, a test run and
-  // npm start) each build in their own folder and install with an atomic rename.
-  const sourceDir = join(TOOLS_DIR, 'src', `${name}@${tool.version}.${process.pid}`);
-  const builtBinary = `${toolPath(name)}.${process.pid}.tmp`;
-  await rm(sourceDir, { recursive: true, force: true });
-  await cp(moduleDir, sourceDir, { recursive: true });
-  await run(['chmod', '-R', 'u+w', sourceDir]);
-  for (const [file, content] of Object.entries(tool.files ?? {})) {
-    await writeFile(join(sourceDir, file), content);
-  }
-  try {
-    await run(['go', 'build', '-trimpath', '-o', builtBinary, tool.package], {
+  await buildWithGo(name, tool.version, '-buildvcs=false', log, async (env) => {
+    const { stdout } = await execFile('go', ['mod', 'download', '-json', stamp], {
       env,
-      cwd: sourceDir,
+      cwd: TOOLS_DIR,
     });
-    await rename(builtBinary, toolPath(name));
-    await writeFile(`${stampFile}.${process.pid}.tmp`, stamp);
-    await rename(`${stampFile}.${process.pid}.tmp`, stampFile);
-  } finally {
+    const moduleDir = z.object({ Dir: z.string() }).parse(JSON.parse(stdout)).Dir;
+    // Private to this process: two provisioning runs at once (two test runs, a test run and
+    // npm start) each build in their own folder and install with an atomic rename.
+    const sourceDir = join(TOOLS_DIR, 'src', `${name}@${tool.version}.${process.pid}`);
+    const builtBinary = `${toolPath(name)}.${process.pid}.tmp`;
     await rm(sourceDir, { recursive: true, force: true });
-    await rm(builtBinary, { force: true });
-  }
-  log(`Built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
+    await cp(moduleDir, sourceDir, { recursive: true });
+    await run(['chmod', '-R', 'u+w', sourceDir]);
+    for (const [file, content] of Object.entries(tool.files ?? {})) {
+      await writeFile(join(sourceDir, file), content);
+    }
+    try {
+      await run(['go', 'build', '-trimpath', '-o', builtBinary, tool.package], {
+        env,
+        cwd: sourceDir,
+      });
+      await rename(builtBinary, toolPath(name));
+      await writeFile(`${stampFile}.${process.pid}.tmp`, stamp);
+      await rename(`${stampFile}.${process.pid}.tmp`, stampFile);
+    } finally {
+      await rm(sourceDir, { recursive: true, force: true });
+      await rm(builtBinary, { force: true });
+    }
+  });
 }
 
 type WrappedGroup = ToolsFile['goWrapped'][string];
@@ -229,67 +241,62 @@ async function buildWrappedGoBinaries(
     if (!existsSync(toolPath(name)) || current !== stamp) missing.push(name);
   }
   if (missing.length === 0) return;
-  if ((await which('go')) === undefined)
-    throw new Error(`building ${missing.join(', ')} needs the Go toolchain on PATH`);
-  log(
-    `Building ${missing.join(', ')} (${group.module}@${group.version}) from source (first run only; takes minutes)…`,
+  await buildWithGo(
+    missing.join(', '),
+    `(${group.module}@${group.version})`,
+    '-buildvcs=false -mod=mod',
+    log,
+    async (env) => {
+      const workDir = join(
+        TOOLS_DIR,
+        'src',
+        `${group.module.replaceAll('/', '_')}@${group.version}.${process.pid}`,
+      );
+      const outDir = join(workDir, 'bin');
+      await rm(workDir, { recursive: true, force: true });
+      await mkdir(outDir, { recursive: true });
+      try {
+        await writeFile(join(workDir, 'go.mod'), await wrapperGoMod(group, env));
+        for (const [folder, main] of Object.entries(group.mains ?? {})) {
+          await mkdir(join(workDir, folder), { recursive: true });
+          await writeFile(join(workDir, folder, 'main.go'), generatedMain(main));
+        }
+        for (const [folder, source] of Object.entries(group.mainSources ?? {})) {
+          await mkdir(join(workDir, folder), { recursive: true });
+          await cp(join(PROJECT_ROOT, source), join(workDir, folder, 'main.go'));
+        }
+        const ldflags = ['-s', '-w', ...versionLdflags(group)];
+        await run(
+          [
+            'nice',
+            '-n',
+            '10',
+            'go',
+            'build',
+            '-trimpath',
+            `-ldflags=${ldflags.join(' ')}`,
+            '-o',
+            `${outDir}/`,
+            ...missing.map((name) => group.binaries[name]!),
+          ],
+          { env, cwd: workDir },
+        );
+        for (const name of missing) {
+          // go build names each binary after the last element of its package path.
+          const packagePath = group.binaries[name]!;
+          const builtName = packagePath
+            .split('/')
+            .filter((part) => !/^v\d+$/.test(part))
+            .at(-1)!;
+          await rename(join(outDir, builtName), toolPath(name));
+          await writeFile(`${toolPath(name)}.version.${process.pid}.tmp`, stamp);
+          await rename(`${toolPath(name)}.version.${process.pid}.tmp`, `${toolPath(name)}.version`);
+        }
+      } finally {
+        await rm(workDir, { recursive: true, force: true });
+      }
+    },
   );
-  const started = Date.now();
-  const env = {
-    ...process.env,
-    GOFLAGS: '-buildvcs=false -mod=mod',
-    GOTOOLCHAIN: 'local',
-    CGO_ENABLED: '0',
-  };
-  const workDir = join(
-    TOOLS_DIR,
-    'src',
-    `${group.module.replaceAll('/', '_')}@${group.version}.${process.pid}`,
-  );
-  const outDir = join(workDir, 'bin');
-  await rm(workDir, { recursive: true, force: true });
-  await mkdir(outDir, { recursive: true });
-  try {
-    await writeFile(join(workDir, 'go.mod'), await wrapperGoMod(group, env));
-    for (const [folder, main] of Object.entries(group.mains ?? {})) {
-      await mkdir(join(workDir, folder), { recursive: true });
-      await writeFile(join(workDir, folder, 'main.go'), generatedMain(main));
-    }
-    for (const [folder, source] of Object.entries(group.mainSources ?? {})) {
-      await mkdir(join(workDir, folder), { recursive: true });
-      await cp(join(PROJECT_ROOT, source), join(workDir, folder, 'main.go'));
-    }
-    const ldflags = ['-s', '-w', ...versionLdflags(group)];
-    await run(
-      [
-        'nice',
-        '-n',
-        '10',
-        'go',
-        'build',
-        '-trimpath',
-        `-ldflags=${ldflags.join(' ')}`,
-        '-o',
-        `${outDir}/`,
-        ...missing.map((name) => group.binaries[name]!),
-      ],
-      { env, cwd: workDir },
-    );
-    for (const name of missing) {
-      // go build names each binary after the last element of its package path.
-      const packagePath = group.binaries[name]!;
-      const builtName = packagePath
-        .split('/')
-        .filter((part) => !/^v\d+$/.test(part))
-        .at(-1)!;
-      await rename(join(outDir, builtName), toolPath(name));
-      await writeFile(`${toolPath(name)}.version.${process.pid}.tmp`, stamp);
-      await rename(`${toolPath(name)}.version.${process.pid}.tmp`, `${toolPath(name)}.version`);
-    }
-  } finally {
-    await rm(workDir, { recursive: true, force: true });
-  }
-  log(`Built ${missing.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**

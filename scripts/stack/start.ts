@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
-import { isRunning, killLeftovers } from '../infra/processes';
+import { isRunning, killLeftovers, runInForeground } from '../infra/processes';
 import { PROJECT_ROOT, provisionTools } from '../infra/provision';
 import { formatLogLine, prefixFor } from './log-format';
 import { type RunningServices, SERVICE_NAMES, startServices } from './services';
@@ -20,77 +20,68 @@ const say = (message: string) => process.stdout.write(`${prefixFor('tamp', width
 
 let infrastructure: RunningInfrastructure | undefined;
 let services: RunningServices | undefined;
-let stopping: Promise<void> | undefined;
 
-async function stop(exitCode: number): Promise<void> {
-  stopping ??= (async () => {
-    say('stopping…');
+await runInForeground({
+  say,
+  async start() {
+    await provisionTools('stack', (message) => say(message));
+    await mkdir(dataDir, { recursive: true });
+    await stopLeftovers();
+    infrastructure = await launchInfrastructure({ dataDir });
+    say(
+      `infrastructure up: ${infrastructure.natsUrl} ${infrastructure.mongoUrl} ${infrastructure.s3.endpoint}`,
+    );
+    const adminToken = await localAdminToken();
+    services = await startServices({
+      infrastructure,
+      publicPort,
+      adminPort,
+      env: {
+        ADMIN_TOKEN: adminToken,
+        // A local stop stays within 15 s: workers hand back what they cannot finish in 5 s.
+        SHUTDOWN_TIMEOUT_MS: process.env.SHUTDOWN_TIMEOUT_MS ?? '10000',
+        WORKER_STOP_GRACE_MS: process.env.WORKER_STOP_GRACE_MS ?? '5000',
+      },
+      onLine: (name, line) =>
+        process.stdout.write(`${prefixFor(name, width)} ${formatLogLine(line)}\n`),
+    });
+    await services.waitUntilReady(180_000);
+    await writeFile(
+      join(dataDir, 'stack.json'),
+      JSON.stringify(
+        {
+          publicUrl: services.publicUrl,
+          adminUrl: services.adminUrl,
+          launcherPid: process.pid,
+          natsUrl: infrastructure.natsUrl,
+          mongoUrl: infrastructure.mongoUrl,
+          s3: infrastructure.s3,
+          servers: Object.values(infrastructure.servers).map((server) => ({
+            name: server.name,
+            pid: server.pid(),
+            file: server.file,
+          })),
+          services: services.services.map((service) => ({
+            name: service.name,
+            pid: service.pid(),
+            opsPort: service.opsPort,
+          })),
+        },
+        null,
+        2,
+      ),
+    );
+    say(
+      `ready: Tamp is listening on ${services.publicUrl} (admin API ${services.adminUrl}); Ctrl-C stops it`,
+    );
+  },
+  async stop() {
     await services?.stop();
     await infrastructure?.stop();
     await rm(join(dataDir, 'stack.json'), { force: true });
     say('stopped');
-  })();
-  await stopping;
-  process.exit(exitCode);
-}
-process.on('SIGINT', () => void stop(0));
-process.on('SIGTERM', () => void stop(0));
-
-try {
-  await provisionTools('stack', (message) => say(message));
-  await mkdir(dataDir, { recursive: true });
-  await stopLeftovers();
-  infrastructure = await launchInfrastructure({ dataDir });
-  say(
-    `infrastructure up: ${infrastructure.natsUrl} ${infrastructure.mongoUrl} ${infrastructure.s3.endpoint}`,
-  );
-  const adminToken = await localAdminToken();
-  services = await startServices({
-    infrastructure,
-    publicPort,
-    adminPort,
-    env: {
-      ADMIN_TOKEN: adminToken,
-      // A local stop stays within 15 s: workers hand back what they cannot finish in 5 s.
-      SHUTDOWN_TIMEOUT_MS: process.env.SHUTDOWN_TIMEOUT_MS ?? '10000',
-      WORKER_STOP_GRACE_MS: process.env.WORKER_STOP_GRACE_MS ?? '5000',
-    },
-    onLine: (name, line) =>
-      process.stdout.write(`${prefixFor(name, width)} ${formatLogLine(line)}\n`),
-  });
-  await services.waitUntilReady(180_000);
-  await writeFile(
-    join(dataDir, 'stack.json'),
-    JSON.stringify(
-      {
-        publicUrl: services.publicUrl,
-        adminUrl: services.adminUrl,
-        launcherPid: process.pid,
-        natsUrl: infrastructure.natsUrl,
-        mongoUrl: infrastructure.mongoUrl,
-        s3: infrastructure.s3,
-        servers: Object.values(infrastructure.servers).map((server) => ({
-          name: server.name,
-          pid: server.pid(),
-          file: server.file,
-        })),
-        services: services.services.map((service) => ({
-          name: service.name,
-          pid: service.pid(),
-          opsPort: service.opsPort,
-        })),
-      },
-      null,
-      2,
-    ),
-  );
-  say(
-    `ready: Tamp is listening on ${services.publicUrl} (admin API ${services.adminUrl}); Ctrl-C stops it`,
-  );
-} catch (error) {
-  say(`failed to start: ${error instanceof Error ? error.message : String(error)}`);
-  await stop(1);
-}
+  },
+});
 
 /**
  * A launcher killed outright normally takes its children with it (parent-death signal), but a

@@ -1,12 +1,25 @@
 import { readFile } from 'node:fs/promises';
-import { PIPELINES, type Pipeline, type PublicJob } from '@tamp/proto';
+import {
+  PIPELINES,
+  type Pipeline,
+  type PublicJob,
+  type PublicJobSummary,
+  type PublicOperationCatalogue,
+  type PublicPresetCatalogue,
+  type PublicUsage,
+} from '@tamp/proto';
 import type { Tamp } from '../client';
 import { verifyWebhook } from '../webhooks';
 import { EXIT, UsageError } from './failures';
 import { bytes, ratio, table } from './format';
 
-function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/**
+ * The output rule of every command that reads something: `--json` prints the API's answer as it
+ * came, otherwise `render` writes it for people. Having printed it, the command has succeeded.
+ */
+export function show<T>(answer: T, json: boolean, render: (answer: T) => string): typeof EXIT.ok {
+  process.stdout.write(`${json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
+  return EXIT.ok;
 }
 
 export function pipelineArgument(value: string): Pipeline {
@@ -14,10 +27,11 @@ export function pipelineArgument(value: string): Pipeline {
   throw new UsageError(`unknown pipeline ${value} (use ${PIPELINES.join(', ')})`);
 }
 
-export async function jobsList(
+/** The account's newest `limit` jobs, over as many pages as that takes. */
+export async function listJobs(
   tamp: Tamp,
-  flags: { type?: string; status?: string; limit: number; json: boolean },
-): Promise<number> {
+  flags: { type?: string; status?: string; limit: number },
+): Promise<PublicJobSummary[]> {
   const jobs = [];
   for await (const job of tamp.listJobs({
     ...(flags.type !== undefined && { type: flags.type as never }),
@@ -27,14 +41,11 @@ export async function jobsList(
     jobs.push(job);
     if (jobs.length >= flags.limit) break;
   }
-  if (flags.json) {
-    printJson(jobs);
-    return EXIT.ok;
-  }
-  if (jobs.length === 0) {
-    process.stdout.write('No jobs.\n');
-    return EXIT.ok;
-  }
+  return jobs;
+}
+
+export function jobsText(jobs: readonly PublicJobSummary[]): string {
+  if (jobs.length === 0) return 'No jobs.';
   const rows = jobs.map((job) => [
     job.id,
     job.type,
@@ -45,17 +56,14 @@ export async function jobsList(
     ratio(job.metrics?.compressionRatio),
     job.createdAt,
   ]);
-  process.stdout.write(
-    `${table(['Job', 'Type', 'Status', 'Name', 'Input', 'Output', 'Ratio', 'Created'], rows, [4, 5, 6])}\n`,
+  return table(
+    ['Job', 'Type', 'Status', 'Name', 'Input', 'Output', 'Ratio', 'Created'],
+    rows,
+    [4, 5, 6],
   );
-  return EXIT.ok;
 }
 
-export function printJob(job: PublicJob, json: boolean): void {
-  if (json) {
-    printJson(job);
-    return;
-  }
+export function jobText(job: PublicJob): string {
   const lines = [`${job.id}  ${job.status}`];
   if (job.error !== undefined) lines.push(`error: ${job.error}`);
   const result = job.result;
@@ -69,15 +77,10 @@ export function printJob(job: PublicJob, json: boolean): void {
     if (result.outputText !== undefined) lines.push('output text:', result.outputText);
     if (result.expired === true) lines.push('the output has expired (kept 7 days)');
   }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  return lines.join('\n');
 }
 
-export async function usage(tamp: Tamp, json: boolean): Promise<number> {
-  const current = await tamp.usage();
-  if (json) {
-    printJson(current);
-    return EXIT.ok;
-  }
+export function usageText(current: PublicUsage): string {
   const rows = [
     [
       'audio',
@@ -98,19 +101,13 @@ export async function usage(tamp: Tamp, json: boolean): Promise<number> {
       `${current.text.characters} characters`,
     ],
   ];
-  process.stdout.write(
+  return (
     `Billing period ${current.period.start} – ${current.period.end}\n` +
-      `${table(['Pipeline', 'Completed jobs', 'Input', 'Measure'], rows, [1, 2])}\n`,
+    table(['Pipeline', 'Completed jobs', 'Input', 'Measure'], rows, [1, 2])
   );
-  return EXIT.ok;
 }
 
-export async function presets(tamp: Tamp, pipeline: Pipeline, json: boolean): Promise<number> {
-  const catalogue = await tamp.presets(pipeline);
-  if (json) {
-    printJson(catalogue);
-    return EXIT.ok;
-  }
+export function presetsText(catalogue: PublicPresetCatalogue, pipeline: Pipeline): string {
   const rows = catalogue.presets.map((preset) => [
     preset.name,
     preset.description,
@@ -121,19 +118,13 @@ export async function presets(tamp: Tamp, pipeline: Pipeline, json: boolean): Pr
       .join(', '),
     preset.queued ? 'always' : 'when large',
   ]);
-  process.stdout.write(
+  return (
     `${table(['Preset', 'What it does', 'Operations', 'Output', 'Queued'], rows)}\n` +
-      `Use: tamp compress FILES --preset NAME, or --ops '[{"type":…,"params":{…}}]' (tamp operations ${pipeline}).\n`,
+    `Use: tamp compress FILES --preset NAME, or --ops '[{"type":…,"params":{…}}]' (tamp operations ${pipeline}).`
   );
-  return EXIT.ok;
 }
 
-export async function operations(tamp: Tamp, pipeline: Pipeline, json: boolean): Promise<number> {
-  const catalogue = await tamp.operations(pipeline);
-  if (json) {
-    printJson(catalogue);
-    return EXIT.ok;
-  }
+export function operationsText(catalogue: PublicOperationCatalogue): string {
   const rows = catalogue.operations.flatMap((operation) => {
     const params = Object.entries(operation.params);
     if (params.length === 0) return [[operation.type, '(none)', '', operation.description]];
@@ -146,8 +137,7 @@ export async function operations(tamp: Tamp, pipeline: Pipeline, json: boolean):
       `${param.default !== undefined ? `default ${JSON.stringify(param.default)}. ` : ''}${param.description ?? ''}`,
     ]);
   });
-  process.stdout.write(`${table(['Operation', 'Parameter', 'Values', 'Notes'], rows)}\n`);
-  return EXIT.ok;
+  return table(['Operation', 'Parameter', 'Values', 'Notes'], rows);
 }
 
 /**
@@ -167,15 +157,13 @@ export async function webhookVerify(
   const verified = await verifyWebhook(delivery.body, delivery.headers, secrets, {
     toleranceSeconds: flags.tolerance,
   });
-  if (flags.json) printJson(verified);
-  else {
-    const { event } = verified;
-    process.stdout.write(
-      `verified (${verified.format}, signed ${new Date(verified.timestamp * 1000).toISOString()}): ` +
-        `${event.event} for job ${event.job?.id} (${event.job?.status})\n`,
-    );
-  }
-  return EXIT.ok;
+  return show(
+    verified,
+    flags.json,
+    ({ format, timestamp, event }) =>
+      `verified (${format}, signed ${new Date(timestamp * 1000).toISOString()}): ` +
+      `${event.event} for job ${event.job?.id} (${event.job?.status})`,
+  );
 }
 
 async function readStdin(): Promise<Buffer> {

@@ -1,15 +1,17 @@
-import { JOB_STATUSES, JOB_TYPES } from '@tamp/proto';
+import { JOB_STATUSES, JOB_TYPES, type Pipeline } from '@tamp/proto';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_BASE_URL, Tamp } from '../client';
 import { TampTimeoutError } from '../errors';
 import type { RetryEvent } from '../http';
 import {
-  jobsList,
-  operations,
+  jobsText,
+  jobText,
+  listJobs,
+  operationsText,
   pipelineArgument,
-  presets,
-  printJob,
-  usage,
+  presetsText,
+  show,
+  usageText,
   webhookVerify,
 } from './commands';
 import { type CompressFlags, compressCommand } from './compress/command';
@@ -61,6 +63,22 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     <Args extends unknown[]>(action: (...args: Args) => Promise<number>) =>
     async (...args: Args) => {
       setExitCode(await action(...args));
+    };
+  /**
+   * The action of a command that reads one thing from the API and shows it (see `show`).
+   * Commander calls it with the command's argument when it has one, its flags, then itself;
+   * `read` and `render` get that argument, or the flags when there is none.
+   */
+  const reads =
+    <Argument, Answer>(
+      read: (tamp: Tamp, argument: Argument) => Promise<Answer>,
+      render: (answer: Answer, argument: Argument) => string,
+    ) =>
+    async (...parameters: unknown[]) => {
+      const flags = parameters.at(-2) as { json: boolean };
+      const argument = (parameters.length > 2 ? parameters[0] : flags) as Argument;
+      const answer = await read(connect(), argument);
+      setExitCode(show(answer, flags.json, (shown) => render(shown, argument)));
     };
 
   program
@@ -117,22 +135,13 @@ nothing is uploaded, created or charged twice.`,
     .addOption(new Option('--status <status>', 'only this status').choices(JOB_STATUSES))
     .option('-n, --limit <n>', 'how many', integer('--limit', 1, 10_000), 20)
     .option('--json', 'JSON output', false)
-    .action(
-      run((flags: { type?: string; status?: string; limit: number; json: boolean }) =>
-        jobsList(connect(), flags),
-      ),
-    );
+    .action(reads(listJobs, jobsText));
   jobs
     .command('get')
     .description('one job, with a fresh output link')
     .argument('<id>', 'job id (job_…)')
     .option('--json', 'JSON output', false)
-    .action(
-      run(async (id: string, flags: { json: boolean }) => {
-        printJob(await connect().getJob(id), flags.json);
-        return EXIT.ok;
-      }),
-    );
+    .action(reads((tamp, id: string) => tamp.getJob(id), jobText));
   jobs
     .command('wait')
     .description('wait until a job is completed (exit 0) or failed (exit 1)')
@@ -147,7 +156,7 @@ nothing is uploaded, created or charged twice.`,
     .action(
       run(async (id: string, flags: { timeout: number; json: boolean }) => {
         const job = await connect().waitForJob(id, { timeoutMs: flags.timeout * 1000 });
-        printJob(job, flags.json);
+        show(job, flags.json, jobText);
         return job.status === 'completed' ? EXIT.ok : EXIT.failed;
       }),
     );
@@ -156,23 +165,22 @@ nothing is uploaded, created or charged twice.`,
     .command('usage')
     .description("this billing period's usage per pipeline")
     .option('--json', 'JSON output', false)
-    .action(run((flags: { json: boolean }) => usage(connect(), flags.json)));
+    .action(reads((tamp) => tamp.usage(), usageText));
 
-  program
-    .command('presets')
-    .description('the presets of a pipeline and the operations they run')
-    .argument('<pipeline>', 'audio, image or text', pipelineArgument)
-    .option('--json', 'JSON output', false)
-    .action(run((pipeline, flags: { json: boolean }) => presets(connect(), pipeline, flags.json)));
-
-  program
-    .command('operations')
-    .description('the operations of a pipeline, their parameters, ranges and defaults')
-    .argument('<pipeline>', 'audio, image or text', pipelineArgument)
-    .option('--json', 'JSON output', false)
-    .action(
-      run((pipeline, flags: { json: boolean }) => operations(connect(), pipeline, flags.json)),
-    );
+  /** `tamp presets <pipeline>` and `tamp operations <pipeline>`: what the API publishes per pipeline. */
+  const pipelineCatalogue = (name: string, description: string) =>
+    program
+      .command(name)
+      .description(description)
+      .argument('<pipeline>', 'audio, image or text', pipelineArgument)
+      .option('--json', 'JSON output', false);
+  pipelineCatalogue('presets', 'the presets of a pipeline and the operations they run').action(
+    reads((tamp, pipeline: Pipeline) => tamp.presets(pipeline), presetsText),
+  );
+  pipelineCatalogue(
+    'operations',
+    'the operations of a pipeline, their parameters, ranges and defaults',
+  ).action(reads((tamp, pipeline: Pipeline) => tamp.operations(pipeline), operationsText));
 
   program
     .command('webhook')

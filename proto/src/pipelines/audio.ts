@@ -1,11 +1,5 @@
 import { z } from 'zod';
-import {
-  defineOperation,
-  encodedPipeline,
-  operationSchema,
-  type PresetDefinition,
-  preset,
-} from './definition';
+import { defineOperation, encodedPipeline, type PresetDefinition, preset } from './definition';
 
 export const audioTrimSilence = defineOperation({
   type: 'trim-silence',
@@ -79,13 +73,6 @@ export const audioEncode = defineOperation({
   }),
 });
 
-export const audioOperationSchema = z.discriminatedUnion('type', [
-  operationSchema(audioTrimSilence),
-  operationSchema(audioNormalize),
-  operationSchema(audioCompress),
-  operationSchema(audioSpeedup),
-  operationSchema(audioEncode),
-]);
 export type AudioOperation = z.output<typeof audioOperationSchema>;
 export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;
 
@@ -138,16 +125,13 @@ const audioPresets: PresetDefinition<AudioPresetName>[] = [
   ]),
 ];
 
-export const audioPipeline = encodedPipeline<AudioOperation, AudioPresetName>(
-  {
-    pipeline: 'audio',
-    operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
-    operationSchema: audioOperationSchema,
-    presets: audioPresets,
-    presetNames: AUDIO_PRESET_NAMES,
-  },
-  // { format, bitrate, channels, extension }
-  ({ params }) => ({ ...params, extension: AUDIO_EXTENSIONS[params.format] }),
-);
+export const audioPipeline = encodedPipeline({
+  pipeline: 'audio',
+  operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
+  presets: audioPresets,
+  presetNames: AUDIO_PRESET_NAMES,
+  extensions: AUDIO_EXTENSIONS,
+});
+export const audioOperationSchema = audioPipeline.operationSchema;
 
 export const audioEncodeOf = audioPipeline.encodeOf;

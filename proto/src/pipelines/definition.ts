@@ -48,6 +48,29 @@ export function operationSchema<Type extends string, Params extends z.ZodType>(
   });
 }
 
+type AnyOperationDefinition = OperationDefinition<string, z.ZodType>;
+type OperationSchemaOf<Definition> =
+  Definition extends OperationDefinition<infer Type, infer Params>
+    ? ReturnType<typeof operationSchema<Type, Params>>
+    : never;
+
+/**
+ * A pipeline's operations, each listed once: the definitions (for `/operations`) and the
+ * `{ type, params? }` union that validates them.
+ */
+export function pipelineOperations<
+  const Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
+>(...definitions: Definitions) {
+  const options = definitions.map((definition) => operationSchema(definition)) as unknown as {
+    -readonly [Index in keyof Definitions]: OperationSchemaOf<Definitions[Index]>;
+  };
+  return { operations: definitions, operationSchema: z.discriminatedUnion('type', options) };
+}
+
+type OperationOf<
+  Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
+> = z.output<ReturnType<typeof pipelineOperations<Definitions>>['operationSchema']>;
+
 /**
  * The spec's encode rule for audio and image: one encode always runs last; when the chain has
  * none the defaults are appended, when it has several the last one wins.
@@ -156,6 +179,8 @@ export function describeOperations(
 }
 
 type EncodeOf<Operation> = Extract<Operation, { type: 'encode' }>;
+type FormatOf<Operation> =
+  EncodeOf<Operation> extends { params: { format: infer Format } } ? Format & string : never;
 
 /** A pipeline whose chain always ends with one encode (audio, image), and that encode's rules. */
 export interface EncodedPipelineDefinition<
@@ -169,17 +194,26 @@ export interface EncodedPipelineDefinition<
 }
 
 /**
- * Completes an audio or image definition with the spec's encode rule (placeEncodeLast, with the
- * encode's defaults when a chain has none) and an output described by its encode.
+ * An audio or image pipeline, defined once: its operations (the validating union is derived
+ * from them), its presets, and the spec's encode rule (placeEncodeLast, with the encode's
+ * defaults when a chain has none). A chain's output is described by its encode: the encode's
+ * params and the file extension of its format.
  */
 export function encodedPipeline<
-  Operation extends { type: string; params: unknown },
+  const Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
   PresetName extends string,
->(
-  definition: Omit<PipelineDefinition<Operation, PresetName>, 'finalizeChain' | 'describeOutput'>,
-  describeEncode: (encode: EncodeOf<Operation>) => Record<string, unknown>,
-): EncodedPipelineDefinition<Operation, PresetName> {
-  const defaultEncode = definition.operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
+>(definition: {
+  pipeline: Pipeline;
+  operations: Definitions;
+  presets: ReadonlyArray<PresetDefinition<PresetName>>;
+  presetNames: readonly [PresetName, ...PresetName[]];
+  /** The file extension of each encode format. */
+  extensions: Record<FormatOf<OperationOf<Definitions>>, string>;
+}) {
+  type Operation = OperationOf<Definitions>;
+  const { extensions, ...rest } = definition;
+  const { operationSchema } = pipelineOperations(...definition.operations);
+  const defaultEncode = operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
   const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
     const encode = chain.at(-1);
     if (encode?.type !== 'encode') {
@@ -187,11 +221,16 @@ export function encodedPipeline<
     }
     return encode as EncodeOf<Operation>;
   };
-  return {
-    ...definition,
+  const pipeline: EncodedPipelineDefinition<Operation, PresetName> = {
+    ...rest,
+    operationSchema,
     defaultEncode,
     encodeOf,
     finalizeChain: (operations) => placeEncodeLast(operations, defaultEncode as Operation),
-    describeOutput: (chain) => describeEncode(encodeOf(chain)),
+    describeOutput: (chain) => {
+      const { params } = encodeOf(chain) as { params: { format: FormatOf<Operation> } };
+      return { ...params, extension: extensions[params.format] };
+    },
   };
+  return { ...pipeline, operationSchema };
 }

@@ -1,11 +1,5 @@
 import { z } from 'zod';
-import {
-  defineOperation,
-  encodedPipeline,
-  operationSchema,
-  type PresetDefinition,
-  preset,
-} from './definition';
+import { defineOperation, encodedPipeline, type PresetDefinition, preset } from './definition';
 
 const dimension = z.number().int().min(16).max(8192);
 
@@ -56,10 +50,6 @@ export const imageEncode = defineOperation({
   }),
 });
 
-export const imageOperationSchema = z.discriminatedUnion('type', [
-  operationSchema(imageResize),
-  operationSchema(imageEncode),
-]);
 export type ImageOperation = z.output<typeof imageOperationSchema>;
 export type ImageResizeOperation = Extract<ImageOperation, { type: 'resize' }>;
 export type ImageEncodeOperation = Extract<ImageOperation, { type: 'encode' }>;
@@ -96,14 +86,11 @@ const imagePresets: PresetDefinition<ImagePresetName>[] = [
   ),
 ];
 
-export const imagePipeline = encodedPipeline<ImageOperation, ImagePresetName>(
-  {
-    pipeline: 'image',
-    operations: [imageResize, imageEncode],
-    operationSchema: imageOperationSchema,
-    presets: imagePresets,
-    presetNames: IMAGE_PRESET_NAMES,
-  },
-  // { format, quality, effort, extension }
-  ({ params }) => ({ ...params, extension: IMAGE_EXTENSIONS[params.format] }),
-);
+export const imagePipeline = encodedPipeline({
+  pipeline: 'image',
+  operations: [imageResize, imageEncode],
+  presets: imagePresets,
+  presetNames: IMAGE_PRESET_NAMES,
+  extensions: IMAGE_EXTENSIONS,
+});
+export const imageOperationSchema = imagePipeline.operationSchema;

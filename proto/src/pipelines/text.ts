@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import {
   defineOperation,
-  operationSchema,
   type PipelineDefinition,
   type PresetDefinition,
+  pipelineOperations,
   preset,
 } from './definition';
 
@@ -40,10 +40,8 @@ export const textJsonToToon = defineOperation({
   params: z.strictObject({}),
 });
 
-export const textOperationSchema = z.discriminatedUnion('type', [
-  operationSchema(textTrim),
-  operationSchema(textJsonToToon),
-]);
+const textOperations = pipelineOperations(textTrim, textJsonToToon);
+export const textOperationSchema = textOperations.operationSchema;
 export type TextOperation = z.output<typeof textOperationSchema>;
 
 export const TEXT_PRESET_NAMES = ['chill', 'medium', 'aggressive'] as const;
@@ -59,8 +57,7 @@ const textPresets: PresetDefinition<TextPresetName>[] = [
 
 export const textPipeline: PipelineDefinition<TextOperation, TextPresetName> = {
   pipeline: 'text',
-  operations: [textTrim, textJsonToToon],
-  operationSchema: textOperationSchema,
+  ...textOperations,
   presets: textPresets,
   presetNames: TEXT_PRESET_NAMES,
   finalizeChain: (operations) => [...operations],

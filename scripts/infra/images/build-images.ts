@@ -100,6 +100,25 @@ export async function buildah(args: string[], log?: Log): Promise<string> {
   });
 }
 
+/**
+ * One image built in a working container: `from` (buildah from's arguments) starts it, `fill`
+ * adds to it, then it is committed as `name`. A failure removes the container.
+ */
+async function commitContainer(
+  from: string[],
+  name: string,
+  fill: (container: string) => Promise<void>,
+): Promise<void> {
+  const container = await buildah(['from', ...from]);
+  try {
+    await fill(container);
+    await buildah(['commit', '--quiet', '--rm', container, name]);
+  } catch (error) {
+    await buildah(['rm', container]).catch(() => {});
+    throw error;
+  }
+}
+
 function buildEnv(): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? '',
@@ -137,15 +156,10 @@ async function debianBase(tools: ImageTools, log: Log): Promise<string> {
       ['--quiet', '--mode=root', '--format=tar', ...recipe.slice(0, 2), suite, tarball, ...sources],
       { maxBuffer: 64 * 1024 * 1024, timeout: 600_000 },
     );
-    const container = await buildah(['from', 'scratch']);
-    try {
+    await commitContainer(['scratch'], name, async (container) => {
       await buildah(['add', container, tarball, '/']);
       await buildah(['config', '--cmd', '["bash"]', '--env', 'LANG=C.UTF-8', container]);
-      await buildah(['commit', '--quiet', '--rm', container, name]);
-    } catch (error) {
-      await buildah(['rm', container]).catch(() => {});
-      throw error;
-    }
+    });
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -179,8 +193,7 @@ async function nodeBase(tools: ImageTools, log: Log): Promise<string> {
       await mkdir(join(work, target), { recursive: true });
       await execFile('tar', ['-xzf', tarball, '-C', join(work, target), '--strip-components=1']);
     }
-    const container = await buildah(['from', '--pull=never', debian]);
-    try {
+    await commitContainer(['--pull=never', debian], pinned, async (container) => {
       await buildah([
         'copy',
         '--chmod',
@@ -206,11 +219,7 @@ async function nodeBase(tools: ImageTools, log: Log): Promise<string> {
         '["node"]',
         container,
       ]);
-      await buildah(['commit', '--quiet', '--rm', container, pinned]);
-    } catch (error) {
-      await buildah(['rm', container]).catch(() => {});
-      throw error;
-    }
+    });
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -398,8 +407,7 @@ export async function buildDependencyImages(options: { log?: Log } = {}): Promis
       built.push({ name: spec.name, archive });
       continue;
     }
-    const container = await buildah(['from', '--pull=never', spec.base]);
-    try {
+    await commitContainer(['--pull=never', spec.base], spec.name, async (container) => {
       const staged = await mkdtemp(join(tmpdir(), 'tamp-dep-'));
       await copyFile(toolPath(spec.binary), join(staged, spec.binary));
       await buildah(['copy', '--chmod', '0755', container, join(staged, spec.binary), spec.path]);
@@ -416,11 +424,7 @@ export async function buildDependencyImages(options: { log?: Log } = {}): Promis
         '10001:10001',
         container,
       ]);
-      await buildah(['commit', '--quiet', '--rm', container, spec.name]);
-    } catch (error) {
-      await buildah(['rm', container]).catch(() => {});
-      throw error;
-    }
+    });
     await exportArchive(spec.name);
     await writeFile(`${archive}.recipe`, fingerprint);
     built.push({ name: spec.name, archive });

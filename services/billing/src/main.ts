@@ -6,21 +6,17 @@ import { startBillingService } from './service';
 await runService({
   name: 'billing',
   configSchema,
-  async start(context) {
-    const { config } = context;
-    const { nats, topology } = await context.connectNats(config.NATS_URL, config.NATS_NAMESPACE);
-    const db = await context.connectMongo(config.MONGO_URL, config.MONGO_DATABASE, BILLING_INDEXES);
-    const billing = await startBillingService({
+  async start({ config, logger, metrics, connectNats, connectMongo }) {
+    const { nats, topology } = await connectNats(config);
+    return startBillingService({
       nats,
       topology,
-      db,
+      db: await connectMongo(config, BILLING_INDEXES),
       plans: config.PLANS_JSON,
-      logger: context.logger,
+      logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
       webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
-      metrics: creditMetrics(context.metrics),
+      metrics: creditMetrics(metrics),
     });
-    // Registered after NATS and Mongo, so it runs before they close: stop taking work first.
-    context.shutdown.register('billing', () => billing.stop());
   },
 });

@@ -1,17 +1,13 @@
-import { objectStoreConfigFrom, runService } from '@tamp/kit';
+import { runService } from '@tamp/kit';
 import { configSchema } from './config';
 import { startGatewayService } from './service';
 
 await runService({
   name: 'gateway',
   configSchema,
-  async start(context) {
-    const { config, logger } = context;
-    const { nats, topology, rpc } = await context.connectNats(
-      config.NATS_URL,
-      config.NATS_NAMESPACE,
-    );
-    const objectStore = await context.openObjectStore(objectStoreConfigFrom(config));
+  async start({ config, logger, metrics, connectNats, openObjectStore }) {
+    const { nats, topology, rpc } = await connectNats(config);
+    const objectStore = await openObjectStore(config);
     if (config.ADMIN_TOKEN === undefined) {
       logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
     }
@@ -25,11 +21,10 @@ await runService({
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,
       maxConcurrentCreations: config.MAX_CONCURRENT_CREATIONS,
-      metrics: context.metrics,
+      metrics,
     });
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
-    // Registered after NATS, so HTTP intake stops before the NATS connection drains.
-    context.shutdown.register('http', () => gateway.stop());
+    return gateway;
   },
 });

@@ -73,6 +73,8 @@ export type ServiceEnv = z.output<z.ZodObject<typeof serviceEnv>>;
 export const envFlag = booleanFlag;
 export const envPort = port;
 
+export type NatsEnv = z.output<z.ZodObject<typeof natsEnv>>;
+export type MongoEnv = z.output<z.ZodObject<typeof mongoEnv>>;
 export type S3Env = z.output<z.ZodObject<typeof s3Env>>;
 
 /** The object-store settings of a service whose schema includes `s3Env`. */

@@ -1,4 +1,11 @@
-import type { Collection, Db, Document, MongoClient, OptionalUnlessRequiredId } from 'mongodb';
+import type {
+  Collection,
+  Db,
+  Document,
+  Filter,
+  MongoClient,
+  OptionalUnlessRequiredId,
+} from 'mongodb';
 
 export type { Collection, Db, MongoClient };
 
@@ -23,6 +30,28 @@ export async function insertIfAbsent<Schema extends Document>(
   } catch (error) {
     if (isDuplicateKey(error)) return false;
     throw error;
+  }
+}
+
+/**
+ * The base of a repository over one collection whose documents are keyed by a string `_id`: the
+ * typed collection, the read by id and the insert-once, so each repository says only what is its
+ * own (its names for claiming, its queries and guarded updates).
+ */
+export abstract class KeyedRepository<Schema extends Document & { _id: string }> {
+  protected readonly collection: Collection<Schema>;
+
+  constructor(db: Db, collectionName: string) {
+    this.collection = db.collection<Schema>(collectionName);
+  }
+
+  async find(id: string): Promise<Schema | null> {
+    return (await this.collection.findOne({ _id: id } as Filter<Schema>)) as Schema | null;
+  }
+
+  /** True when this call inserted `document`; false when its `_id` was taken already. */
+  protected insertIfAbsent(document: OptionalUnlessRequiredId<Schema>): Promise<boolean> {
+    return insertIfAbsent(this.collection, document);
   }
 }
 

@@ -3,7 +3,15 @@ import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
-import { ConfigError, loadConfig, type ServiceEnv } from './config';
+import {
+  ConfigError,
+  loadConfig,
+  type MongoEnv,
+  type NatsEnv,
+  objectStoreConfigFrom,
+  type S3Env,
+  type ServiceEnv,
+} from './config';
 import { createLogger } from './logger';
 import { createMetricsRegistry } from './metrics';
 import {
@@ -14,7 +22,7 @@ import {
   provisionIndexes,
 } from './mongo';
 import { connectNats, type NatsConnection, provisionTopology } from './nats';
-import { ObjectStore, type ObjectStoreConfig } from './object-store';
+import { ObjectStore } from './object-store';
 import { OpsServer } from './ops-server';
 import { Rpc } from './rpc';
 import { Shutdown } from './shutdown';
@@ -23,7 +31,8 @@ import { startTracing } from './tracing';
 /**
  * What a running service gets: its parsed config, logger, metrics and lifecycle, plus
  * connectors that register their own readiness check and shutdown step, so every service
- * drains and closes its dependencies the same way.
+ * drains and closes its dependencies the same way. The connectors are bound functions, so a
+ * `start` takes what it uses apart: `start({ config, connectNats })`.
  */
 export class ServiceContext<Config extends ServiceEnv> {
   constructor(
@@ -36,12 +45,11 @@ export class ServiceContext<Config extends ServiceEnv> {
   ) {}
 
   /** Connects to NATS and provisions the namespace's streams and consumers (idempotent). */
-  async connectNats(
-    url: string,
-    namespace: string,
-  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> {
-    const topology = createTopology(namespace);
-    const nats = await connectNats({ url, name: this.name, logger: this.logger });
+  readonly connectNats = async (
+    env: NatsEnv,
+  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> => {
+    const topology = createTopology(env.NATS_NAMESPACE);
+    const nats = await connectNats({ url: env.NATS_URL, name: this.name, logger: this.logger });
     this.shutdown.register('nats', async () => {
       if (nats.isClosed()) return;
       // A broker that is already gone cannot be drained; closing is all that is left.
@@ -54,13 +62,13 @@ export class ServiceContext<Config extends ServiceEnv> {
     });
     await withRetries(() => provisionTopology(nats, topology));
     return { nats, topology, rpc: new Rpc(nats, topology, this.logger) };
-  }
+  };
 
-  async connectMongo(
-    url: string,
-    database: string,
+  readonly connectMongo = async (
+    env: MongoEnv,
     indexes: readonly IndexSpecification[] = [],
-  ): Promise<Db> {
+  ): Promise<Db> => {
+    const { MONGO_URL: url, MONGO_DATABASE: database } = env;
     const { client, db, serialized } = await connectMongo({ url, database, appName: this.name });
     this.shutdown.register('mongo', () => client.close());
     // On FerretDB the service's own connection is a queue: a ping there would measure the
@@ -78,7 +86,7 @@ export class ServiceContext<Config extends ServiceEnv> {
     });
     await provisionIndexes(db, indexes);
     return db;
-  }
+  };
 
   /**
    * A pooled connection for reads that need no serialization (public reads of a document's
@@ -86,9 +94,10 @@ export class ServiceContext<Config extends ServiceEnv> {
    * so guarded updates stay atomic; reads do not need that, and would otherwise queue behind
    * every write. Never use it for a read that decides a write.
    */
-  async connectMongoForReads(url: string, database: string): Promise<Db> {
-    return (await this.openMongoClient(url, `${this.name}-reads`, 'mongo-reads')).db(database);
-  }
+  readonly connectMongoForReads = async (env: MongoEnv): Promise<Db> => {
+    const client = await this.openMongoClient(env.MONGO_URL, `${this.name}-reads`, 'mongo-reads');
+    return client.db(env.MONGO_DATABASE);
+  };
 
   private async openMongoClient(url: string, appName: string, step: string) {
     const MongoClient = await loadMongoClient();
@@ -98,18 +107,24 @@ export class ServiceContext<Config extends ServiceEnv> {
   }
 
   /** Opens the bucket, creating it and its lifecycle rules when missing. */
-  async openObjectStore(config: ObjectStoreConfig): Promise<ObjectStore> {
-    const store = new ObjectStore(config);
+  readonly openObjectStore = async (env: S3Env): Promise<ObjectStore> => {
+    const store = new ObjectStore(objectStoreConfigFrom(env));
     await withRetries(() => store.provision(STORAGE_LIFECYCLE_RULES));
     this.ops.addReadinessCheck('s3', () => store.ping());
     return store;
-  }
+  };
+}
+
+/** What a service's start returns: how to stop taking work and finish what is in flight. */
+export interface RunningService {
+  stop(): Promise<void>;
 }
 
 export interface ServiceDefinition<Schema extends z.ZodType<ServiceEnv, unknown>> {
   name: string;
   configSchema: Schema;
-  start(context: ServiceContext<z.output<Schema>>): Promise<void>;
+  /** Opens the connections the service needs and starts it; null when there is nothing to run. */
+  start(context: ServiceContext<z.output<Schema>>): Promise<RunningService | null>;
 }
 
 /**
@@ -144,7 +159,10 @@ export async function runService<Schema extends z.ZodType<ServiceEnv, unknown>>(
   shutdown.register('ops-server', () => ops.close());
   const context = new ServiceContext(definition.name, config, logger, metrics, ops, shutdown);
   try {
-    await definition.start(context);
+    const service = await definition.start(context);
+    // Registered after the connections start opened, so it runs before they close: the service
+    // stops taking work and finishes what is in flight while NATS and MongoDB are still there.
+    if (service !== null) shutdown.register(definition.name, () => service.stop());
   } catch (error) {
     logger.fatal({ err: error }, 'failed to start');
     await shutdown.run('start failed');

@@ -5,8 +5,5 @@ import { startOperatorService } from './service';
 await runService({
   name: 'operator',
   configSchema,
-  async start({ config, logger, metrics, shutdown }) {
-    const operator = await startOperatorService({ config, logger, metrics });
-    if (operator !== null) shutdown.register('operator', () => operator.stop());
-  },
+  start: ({ config, logger, metrics }) => startOperatorService({ config, logger, metrics }),
 });

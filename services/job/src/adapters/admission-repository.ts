@@ -1,5 +1,5 @@
-import { insertIfAbsent } from '@tamp/kit';
-import type { Collection, Db } from 'mongodb';
+import { KeyedRepository } from '@tamp/kit';
+import type { Db } from 'mongodb';
 import { ADMISSIONS_COLLECTION } from './job-repository';
 
 /**
@@ -19,29 +19,23 @@ export interface AdmissionDocument {
   deadline: Date;
 }
 
-export class AdmissionRepository {
-  private readonly admissions: Collection<AdmissionDocument>;
-
+export class AdmissionRepository extends KeyedRepository<AdmissionDocument> {
   constructor(db: Db) {
-    this.admissions = db.collection<AdmissionDocument>(ADMISSIONS_COLLECTION);
+    super(db, ADMISSIONS_COLLECTION);
   }
 
   /** Idempotent: a taker of an orphaned claim reopens the admission of the same job id. */
   async open(admission: AdmissionDocument): Promise<void> {
-    await insertIfAbsent(this.admissions, admission);
-  }
-
-  async find(jobId: string): Promise<AdmissionDocument | null> {
-    return this.admissions.findOne({ _id: jobId });
+    await this.insertIfAbsent(admission);
   }
 
   async close(jobId: string): Promise<void> {
-    await this.admissions.deleteOne({ _id: jobId });
+    await this.collection.deleteOne({ _id: jobId });
   }
 
   /** Admissions whose creation has certainly given up: past their deadline by `before`. */
   async overdue(before: Date, limit: number): Promise<AdmissionDocument[]> {
-    return this.admissions
+    return this.collection
       .find({ deadline: { $lt: before } })
       .limit(limit)
       .toArray();

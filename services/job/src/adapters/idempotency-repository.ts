@@ -1,5 +1,5 @@
-import { insertIfAbsent } from '@tamp/kit';
-import type { Collection, Db } from 'mongodb';
+import { KeyedRepository } from '@tamp/kit';
+import type { Db } from 'mongodb';
 import { IDEMPOTENCY_COLLECTION } from './job-repository';
 
 /** A claimed `Idempotency-Key`: `_id` is `<accountId>:<key>`, so keys are scoped per account. */
@@ -19,29 +19,23 @@ export function claimIdOf(accountId: string, key: string): string {
  * The `idempotency` collection. A claim is an insertOne on `_id`: of concurrent twins exactly
  * one inserts; the others see a duplicate key and wait for (or take over) the claimed job.
  */
-export class IdempotencyRepository {
-  private readonly claims: Collection<IdempotencyClaim>;
-
+export class IdempotencyRepository extends KeyedRepository<IdempotencyClaim> {
   constructor(db: Db) {
-    this.claims = db.collection<IdempotencyClaim>(IDEMPOTENCY_COLLECTION);
+    super(db, IDEMPOTENCY_COLLECTION);
   }
 
   /** True when this call made the claim; false when the key was claimed already. */
   async claim(claim: IdempotencyClaim): Promise<boolean> {
-    return insertIfAbsent(this.claims, claim);
-  }
-
-  async find(claimId: string): Promise<IdempotencyClaim | null> {
-    return this.claims.findOne({ _id: claimId });
+    return this.insertIfAbsent(claim);
   }
 
   /** Frees a key whose job was never created, so the client can retry with it. */
   async release(claimId: string, jobId: string): Promise<void> {
-    await this.claims.deleteOne({ _id: claimId, jobId });
+    await this.collection.deleteOne({ _id: claimId, jobId });
   }
 
   async deleteOlderThan(createdBefore: Date): Promise<number> {
-    const outcome = await this.claims.deleteMany({ createdAt: { $lt: createdBefore } });
+    const outcome = await this.collection.deleteMany({ createdAt: { $lt: createdBefore } });
     return outcome.deletedCount;
   }
 }

@@ -1,6 +1,6 @@
-import { type IndexSpecification, insertIfAbsent } from '@tamp/kit';
+import { type IndexSpecification, KeyedRepository } from '@tamp/kit';
 import type { JobStatus, JobType } from '@tamp/proto';
-import type { Collection, Db, Filter } from 'mongodb';
+import type { Db, Filter } from 'mongodb';
 import type { JobDocument } from '../domain/job';
 
 export const JOBS_COLLECTION = 'jobs';
@@ -49,24 +49,18 @@ const SUMMARY_FIELDS = {
  * state the caller decided on, so of several concurrent callers exactly one wins (kit's Mongo
  * connection serializes operations on FerretDB to keep that true there as well).
  */
-export class JobRepository {
-  private readonly jobs: Collection<JobDocument>;
-
+export class JobRepository extends KeyedRepository<JobDocument> {
   constructor(db: Db) {
-    this.jobs = db.collection<JobDocument>(JOBS_COLLECTION);
+    super(db, JOBS_COLLECTION);
   }
 
   /** False when a job with this id exists already. */
   async insert(job: JobDocument): Promise<boolean> {
-    return insertIfAbsent(this.jobs, job);
-  }
-
-  async find(jobId: string): Promise<JobDocument | null> {
-    return this.jobs.findOne({ _id: jobId });
+    return this.insertIfAbsent(job);
   }
 
   async findOfAccount(accountId: string, jobId: string): Promise<JobDocument | null> {
-    return this.jobs.findOne({ _id: jobId, accountId });
+    return this.collection.findOne({ _id: jobId, accountId });
   }
 
   /** Applies `changes` only if the job is still in `expected`; true when it was applied. */
@@ -78,7 +72,9 @@ export class JobRepository {
   ): Promise<boolean> {
     const filter: Filter<JobDocument> = { _id: jobId, status: expected.status };
     if (expected.attempts !== undefined) filter.attempts = expected.attempts;
-    const outcome = await this.jobs.updateOne(filter, { $set: { ...changes, updatedAt: now } });
+    const outcome = await this.collection.updateOne(filter, {
+      $set: { ...changes, updatedAt: now },
+    });
     return outcome.modifiedCount === 1;
   }
 
@@ -87,7 +83,7 @@ export class JobRepository {
     jobId: string,
     flags: Partial<Pick<JobDocument, 'workPublished' | 'eventPublished' | 'refundPending'>>,
   ): Promise<void> {
-    await this.jobs.updateOne({ _id: jobId }, { $set: flags });
+    await this.collection.updateOne({ _id: jobId }, { $set: flags });
   }
 
   async list(query: ListQuery): Promise<JobDocument[]> {
@@ -95,7 +91,7 @@ export class JobRepository {
     if (query.type !== undefined) filter.pipeline = query.type as JobDocument['pipeline'];
     if (query.status !== undefined) filter.status = query.status;
     if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
-    return this.jobs
+    return this.collection
       .find(filter, { projection: SUMMARY_FIELDS })
       .sort({ _id: -1 })
       .limit(query.limit)
@@ -104,7 +100,7 @@ export class JobRepository {
 
   /** `created` jobs whose work message may not have reached JOBS. */
   async unpublished(createdBefore: Date, limit: number): Promise<JobDocument[]> {
-    return this.jobs
+    return this.collection
       .find({ status: 'created', workPublished: false, createdAt: { $lt: createdBefore } })
       .limit(limit)
       .toArray();
@@ -112,7 +108,7 @@ export class JobRepository {
 
   /** Terminal jobs whose refund or event is not confirmed yet. */
   async unsettled(updatedBefore: Date, limit: number): Promise<JobDocument[]> {
-    return this.jobs
+    return this.collection
       .find({
         status: { $in: ['completed', 'failed'] },
         $or: [{ eventPublished: false }, { refundPending: true }],
@@ -124,7 +120,7 @@ export class JobRepository {
 
   /** Completed jobs past retention whose output is still kept. */
   async pastRetention(completedBefore: Date, limit: number): Promise<JobDocument[]> {
-    return this.jobs
+    return this.collection
       .find({
         status: 'completed',
         completedAt: { $lt: completedBefore },
@@ -135,7 +131,7 @@ export class JobRepository {
   }
 
   async markExpired(jobId: string, now: Date): Promise<boolean> {
-    const outcome = await this.jobs.updateOne(
+    const outcome = await this.collection.updateOne(
       { _id: jobId, status: 'completed', 'result.expired': false },
       { $set: { 'result.expired': true, 'result.outputText': null, updatedAt: now } },
     );

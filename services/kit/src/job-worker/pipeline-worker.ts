@@ -3,11 +3,11 @@ import { type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
-import { objectStoreConfigFrom, type S3Env, type ServiceEnv } from '../config';
+import type { NatsEnv, S3Env, ServiceEnv } from '../config';
 import type { NatsConnection } from '../nats';
 import type { ObjectStore } from '../object-store';
 import type { Rpc } from '../rpc';
-import { runService } from '../service';
+import { type RunningService, runService } from '../service';
 import type { jobWorkerEnv } from './config';
 import { serveInlineWork } from './inline';
 import { startJobWorker } from './job-worker';
@@ -41,7 +41,7 @@ export async function startPipelineWorker<P extends Pipeline>(
     /** The pipeline's own limit on top of the host's (see startJobWorker). */
     resourceGate?: ResourceGate;
   },
-): Promise<{ stop(): Promise<void> }> {
+): Promise<RunningService> {
   const { config, pipeline } = dependencies;
   const host = hostResourceGate();
   const own = dependencies.resourceGate;
@@ -92,11 +92,9 @@ function onlyPipeline<P extends Pipeline>(pipeline: P, processJob: ProcessJob<P>
   };
 }
 
-type WorkerServiceEnv = ServiceEnv &
-  S3Env &
-  JobWorkerEnv & { NATS_URL: string; NATS_NAMESPACE: string };
+type WorkerServiceEnv = ServiceEnv & NatsEnv & S3Env & JobWorkerEnv;
 
-/** The whole `main.ts` of a worker service: connect, open storage, start, stop before NATS drains. */
+/** The whole `main.ts` of a worker service: connect, open storage, start. */
 export async function runPipelineWorker<
   Schema extends z.ZodType<WorkerServiceEnv, unknown>,
 >(options: {
@@ -104,29 +102,22 @@ export async function runPipelineWorker<
   configSchema: Schema;
   start(
     dependencies: Omit<PipelineWorkerDependencies, 'config'> & { config: z.output<Schema> },
-  ): Promise<{ stop(): Promise<void> }>;
+  ): Promise<RunningService>;
 }): Promise<void> {
   await runService({
     name: WORKER_SERVICES[options.pipeline],
     configSchema: options.configSchema,
-    async start(context) {
-      const { config } = context;
-      const { nats, topology, rpc } = await context.connectNats(
-        config.NATS_URL,
-        config.NATS_NAMESPACE,
-      );
-      const store = await context.openObjectStore(objectStoreConfigFrom(config));
-      const worker = await options.start({
+    async start({ config, logger, metrics, connectNats, openObjectStore }) {
+      const { nats, topology, rpc } = await connectNats(config);
+      return options.start({
         config,
         nats,
         topology,
         rpc,
-        store,
-        logger: context.logger,
-        metrics: context.metrics,
+        store: await openObjectStore(config),
+        logger,
+        metrics,
       });
-      // Registered after NATS, so it runs before NATS drains: jobs finish or are handed back first.
-      context.shutdown.register('jobs', () => worker.stop());
     },
   });
 }
