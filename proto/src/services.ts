@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { publicJob, publicJobList, publicUpload, publicUsage } from './api';
 import { JOB_STATUSES, JOB_TYPES, PIPELINES } from './limits';
 import { jobMetrics, jobWorkMessage, usageDimensions } from './messages';
-import { audioOperationSchema } from './pipelines/audio';
-import { imageOperationSchema } from './pipelines/image';
-import { textOperationSchema } from './pipelines/text';
+import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
+import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
+import { TEXT_PRESET_NAMES, textOperationSchema } from './pipelines/text';
 
 /**
  * The request/reply contracts between services, on `svc.<service>.<name>` (namespaced by the
@@ -240,10 +240,21 @@ const jobSource = z.discriminatedUnion('kind', [
   }),
 ]);
 
-const operationsOf = {
-  audio: z.array(audioOperationSchema),
-  image: z.array(imageOperationSchema),
-  text: z.array(textOperationSchema),
+/**
+ * A job's resolved chain, and the preset it was expanded from (absent: the client sent explicit
+ * operations). The preset changes nothing the job does; the job service keeps it to label the
+ * job's metrics (docs/decisions.md#jobs).
+ */
+const chainOf = {
+  audio: {
+    operations: z.array(audioOperationSchema),
+    preset: z.enum(AUDIO_PRESET_NAMES).optional(),
+  },
+  image: {
+    operations: z.array(imageOperationSchema),
+    preset: z.enum(IMAGE_PRESET_NAMES).optional(),
+  },
+  text: { operations: z.array(textOperationSchema), preset: z.enum(TEXT_PRESET_NAMES).optional() },
 };
 
 const createJobCommon = {
@@ -268,17 +279,9 @@ export const jobEndpoints = {
     'job',
     'create-job',
     z.discriminatedUnion('pipeline', [
-      z.object({
-        ...createJobCommon,
-        pipeline: z.literal('audio'),
-        operations: operationsOf.audio,
-      }),
-      z.object({
-        ...createJobCommon,
-        pipeline: z.literal('image'),
-        operations: operationsOf.image,
-      }),
-      z.object({ ...createJobCommon, pipeline: z.literal('text'), operations: operationsOf.text }),
+      z.object({ ...createJobCommon, pipeline: z.literal('audio'), ...chainOf.audio }),
+      z.object({ ...createJobCommon, pipeline: z.literal('image'), ...chainOf.image }),
+      z.object({ ...createJobCommon, pipeline: z.literal('text'), ...chainOf.text }),
     ]),
     z.object({ httpStatus: z.union([z.literal(200), z.literal(202)]), job: publicJob }),
   ),
