@@ -243,7 +243,7 @@ const jobSource = z.discriminatedUnion('kind', [
 /**
  * A job's resolved chain, and the preset it was expanded from (absent: the client sent explicit
  * operations). The preset changes nothing the job does; the job service keeps it to label the
- * job's metrics (docs/decisions.md#jobs).
+ * job's metrics (docs/decisions.md#what-a-job-holds).
  */
 const chainOf = {
   audio: {
