@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { publicJob, publicJobList, publicUpload, publicUsage } from './api';
-import { JOB_STATUSES, JOB_TYPES, PIPELINES } from './limits';
+import { JOB_STATUSES, JOB_TYPES, PIPELINES, type Pipeline } from './limits';
 import { jobMetrics, jobWorkMessage, usageDimensions } from './messages';
 import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
 import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
@@ -256,6 +256,9 @@ const chainOf = {
   },
   text: { operations: z.array(textOperationSchema), preset: z.enum(TEXT_PRESET_NAMES).optional() },
 };
+
+/** A preset of any pipeline, as createJob carries it. */
+export type PresetName = NonNullable<z.output<(typeof chainOf)[Pipeline]['preset']>>;
 
 const createJobCommon = {
   /** Minted by the gateway (so large text can be stored under it first); a replay keeps the original. */

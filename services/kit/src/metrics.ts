@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ConsumerDefinition, JobStatus, Pipeline } from '@tamp/proto';
+import type { ConsumerDefinition, JobStatus, Pipeline, PresetName } from '@tamp/proto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type { Registry };
@@ -70,9 +70,10 @@ export type HttpMetrics = ReturnType<typeof httpMetrics>;
 /**
  * The `preset` label of every job metric: the preset the job's chain was expanded from, or
  * `custom` for an explicit operations chain (null). Its values are the pipelines' preset names
- * and `custom`, so it never grows with the traffic.
+ * and `custom` (and the job service's `unrecorded`, docs/decisions.md#what-a-job-holds), so it
+ * never grows with the traffic.
  */
-export function presetLabel(preset: string | null): string {
+export function presetLabel(preset: PresetName | null): string {
   return preset ?? 'custom';
 }
 

@@ -1,6 +1,12 @@
-import type { JobInput, JobMetrics, JobStatus, Pipeline, UsageDimensions } from '@tamp/proto';
+import type {
+  JobInput,
+  JobMetrics,
+  JobStatus,
+  Pipeline,
+  PresetName,
+  UsageDimensions,
+} from '@tamp/proto';
 import { TERMINAL_STATUSES } from '@tamp/proto';
-import type { PresetName } from './requests';
 
 /** What a finished job keeps of its output. `expired` turns true when retention removes it. */
 export interface StoredResult {

@@ -7,6 +7,3 @@ export { LIMITS } from '@tamp/proto';
 /** The createJob request after the endpoint schema parsed it (operations carry their defaults). */
 export type CreateJobRequest = z.output<(typeof jobEndpoints)['createJob']['request']>;
 export type CreateJobInput = EndpointRequest<(typeof jobEndpoints)['createJob']>;
-
-/** A preset of any pipeline, as createJob names it. */
-export type PresetName = NonNullable<CreateJobRequest['preset']>;
