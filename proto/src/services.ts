@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { publicJob, publicJobList, publicUpload, publicUsage } from './api';
-import { JOB_STATUSES, JOB_TYPES, PIPELINES } from './limits';
+import { JOB_STATUSES, JOB_TYPES, PIPELINES, type Pipeline } from './limits';
 import { jobMetrics, jobWorkMessage, usageDimensions } from './messages';
-import { audioOperationSchema } from './pipelines/audio';
-import { imageOperationSchema } from './pipelines/image';
-import { textOperationSchema } from './pipelines/text';
+import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
+import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
+import { TEXT_PRESET_NAMES, textOperationSchema } from './pipelines/text';
 
 /**
  * The request/reply contracts between services, on `svc.<service>.<name>` (namespaced by the
@@ -240,11 +240,25 @@ const jobSource = z.discriminatedUnion('kind', [
   }),
 ]);
 
-const operationsOf = {
-  audio: z.array(audioOperationSchema),
-  image: z.array(imageOperationSchema),
-  text: z.array(textOperationSchema),
+/**
+ * A job's resolved chain, and the preset it was expanded from (absent: the client sent explicit
+ * operations). The preset changes nothing the job does; the job service keeps it to label the
+ * job's metrics (docs/decisions.md#what-a-job-holds).
+ */
+const chainOf = {
+  audio: {
+    operations: z.array(audioOperationSchema),
+    preset: z.enum(AUDIO_PRESET_NAMES).optional(),
+  },
+  image: {
+    operations: z.array(imageOperationSchema),
+    preset: z.enum(IMAGE_PRESET_NAMES).optional(),
+  },
+  text: { operations: z.array(textOperationSchema), preset: z.enum(TEXT_PRESET_NAMES).optional() },
 };
+
+/** A preset of any pipeline, as createJob carries it. */
+export type PresetName = NonNullable<z.output<(typeof chainOf)[Pipeline]['preset']>>;
 
 const createJobCommon = {
   /** Minted by the gateway (so large text can be stored under it first); a replay keeps the original. */
@@ -268,17 +282,9 @@ export const jobEndpoints = {
     'job',
     'create-job',
     z.discriminatedUnion('pipeline', [
-      z.object({
-        ...createJobCommon,
-        pipeline: z.literal('audio'),
-        operations: operationsOf.audio,
-      }),
-      z.object({
-        ...createJobCommon,
-        pipeline: z.literal('image'),
-        operations: operationsOf.image,
-      }),
-      z.object({ ...createJobCommon, pipeline: z.literal('text'), operations: operationsOf.text }),
+      z.object({ ...createJobCommon, pipeline: z.literal('audio'), ...chainOf.audio }),
+      z.object({ ...createJobCommon, pipeline: z.literal('image'), ...chainOf.image }),
+      z.object({ ...createJobCommon, pipeline: z.literal('text'), ...chainOf.text }),
     ]),
     z.object({ httpStatus: z.union([z.literal(200), z.literal(202)]), job: publicJob }),
   ),

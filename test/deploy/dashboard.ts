@@ -33,13 +33,37 @@ export function asPromQL(expr: string, values: { namespace: string; rateInterval
     .replaceAll('$__rate_interval', values.rateInterval);
 }
 
+/** A query with its string literals emptied, so nothing inside a label value is read as syntax. */
+function withoutStrings(expr: string): string {
+  return expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+}
+
 /**
  * The metric names a query reads. Every query selects by namespace, so each metric is written
  * `name{…}`; a selector without a name would escape this check and is reported as `{`.
  */
 export function metricNames(expr: string): string[] {
-  const withoutStrings = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-  return [...withoutStrings.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\{/g)].map(
+  return [...withoutStrings(expr).matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\{/g)].map(
     (match) => match[1] ?? '{',
   );
+}
+
+/**
+ * The label names a query reads: those its selectors match on (`{status="failed"}`) and those
+ * it groups or joins by (`by (pipeline, preset)`, `without`, `on`, `ignoring`, `group_left`…).
+ */
+export function labelNames(expr: string): string[] {
+  const query = withoutStrings(expr);
+  const matched = [...query.matchAll(/\{([^}]*)\}/g)].flatMap(([, matchers]) =>
+    [...matchers!.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)].map((match) => match[1]!),
+  );
+  const grouped = [
+    ...query.matchAll(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g),
+  ].flatMap(([, names]) =>
+    names!
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+  );
+  return [...new Set([...matched, ...grouped])];
 }

@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import { freePort, httpOk, spawnOwned, stopProcess } from '../../scripts/infra/processes';
 import { toolPath } from '../../scripts/infra/provision';
 import { SERVICE_NAMES } from '../../scripts/stack/services';
-import { asPromQL, dashboardQueries, metricNames } from '../deploy/dashboard';
+import { asPromQL, dashboardQueries, labelNames, metricNames } from '../deploy/dashboard';
 import { NAMESPACE, ofKind, RELEASE, render, valuesArgs } from '../deploy/helm';
 import { renderDashboardPicture } from '../support/dashboard-picture';
 import { photo, speechWav } from '../support/media';
@@ -41,9 +41,11 @@ interface JobBody {
 /**
  * A real Prometheus (Debian's) scraping every service of the local stack, labelled as the
  * chart's ServiceMonitor labels them on Kubernetes (job <release>-<service>, the namespace), and
- * evaluating the chart's rendered rules. After a text, an image, three audio jobs and one that
- * fails, the job, queue, credit and webhook metrics must be there and have moved, every panel
- * of the chart's dashboard must answer with data, and no target may look down.
+ * evaluating the chart's rendered rules. After text jobs (from a preset and from explicit
+ * operations), an image, three audio jobs and one that fails, the job metrics (by pipeline and
+ * preset), queue, credit and webhook metrics must be there and have moved, every panel of the
+ * chart's dashboard must answer with data and read only labels its series carry, and no target
+ * may look down.
  */
 describe('Prometheus scraping the stack', () => {
   let stack: TestStack;
@@ -177,6 +179,12 @@ describe('Prometheus scraping the stack', () => {
       preset: 'aggressive',
     });
     expect(inline.status).toBe('completed');
+    // An explicit chain rather than a preset: its metrics carry preset="custom".
+    const custom = await create('text', {
+      text: 'Explicit    operations,    no    preset.',
+      operations: [{ type: 'trim', params: { intensity: 50 } }],
+    });
+    expect(custom.status).toBe('completed');
     const queuedText = await create('text', {
       text: 'Queued   because   of   its   webhook.',
       preset: 'aggressive',
@@ -215,7 +223,7 @@ describe('Prometheus scraping the stack', () => {
       [
         'jobs created, text',
         `sum(tamp_jobs_created_total{${selector}, pipeline="text"})`,
-        (v) => v === 2,
+        (v) => v === 3,
       ],
       [
         'jobs created, image',
@@ -230,7 +238,7 @@ describe('Prometheus scraping the stack', () => {
       [
         'jobs completed',
         `sum(tamp_jobs_finished_total{${selector}, status="completed"})`,
-        (v) => v === 3 + AUDIO_JOBS,
+        (v) => v === 4 + AUDIO_JOBS,
       ],
       [
         'jobs failed',
@@ -240,12 +248,12 @@ describe('Prometheus scraping the stack', () => {
       [
         'job durations',
         `sum(tamp_job_duration_seconds_count{${selector}})`,
-        (v) => v === 4 + AUDIO_JOBS,
+        (v) => v === 5 + AUDIO_JOBS,
       ],
       [
         'worker attempts',
         `sum(tamp_jobs_processed_total{${selector}, outcome="completed"})`,
-        (v) => v >= 3 + AUDIO_JOBS,
+        (v) => v >= 4 + AUDIO_JOBS,
       ],
       [
         'consumers with a backlog series',
@@ -287,7 +295,7 @@ describe('Prometheus scraping the stack', () => {
       [
         'long-polls by route pattern',
         `sum(tamp_http_requests_total{${selector}, route="/v1/jobs/:id"})`,
-        (v) => v >= 4 + AUDIO_JOBS,
+        (v) => v >= 5 + AUDIO_JOBS,
       ],
     ];
     const last = new Map<string, number>();
@@ -308,6 +316,37 @@ describe('Prometheus scraping the stack', () => {
     ).catch(async () => {
       throw new Error(`not as expected: ${(await pending()).join('; ')}`);
     });
+    // Every job by its pipeline and preset (`custom`: the explicit chain), finished and timed
+    // once each with its status; the counts above settled, so these have too.
+    const split = async (promql: string) =>
+      Object.fromEntries(
+        (await query(promql)).map(({ metric, value }) => [
+          [metric.pipeline, metric.preset, metric.status].filter(Boolean).join(' '),
+          value,
+        ]),
+      );
+    const settled = {
+      'text aggressive completed': 2,
+      'text custom completed': 1,
+      'image thumbnail completed': 1,
+      'image thumbnail failed': 1,
+      'audio podcast completed': AUDIO_JOBS,
+    };
+    const byPreset = 'pipeline, preset, status';
+    expect(await split(`sum by (${byPreset}) (tamp_jobs_finished_total{${selector}})`)).toEqual(
+      settled,
+    );
+    expect(
+      await split(`sum by (${byPreset}) (tamp_job_duration_seconds_count{${selector}})`),
+    ).toEqual(settled);
+    expect(await split(`sum by (pipeline, preset) (tamp_jobs_created_total{${selector}})`)).toEqual(
+      {
+        'text aggressive': 2,
+        'text custom': 1,
+        'image thumbnail': 2,
+        'audio podcast': AUDIO_JOBS,
+      },
+    );
     console.log(`prometheus: ${[...last].map(([name, value]) => `${name}=${value}`).join(', ')}`);
     // What a scrape costs: the job service's includes reading every consumer from JetStream.
     const slowest = await query(
@@ -322,7 +361,18 @@ describe('Prometheus scraping the stack', () => {
       await renderDashboardPicture(prometheusUrl, NAMESPACE, picture, startedAt);
   }, 240_000);
 
-  it('answers every dashboard panel with data, from metrics the services export', async () => {
+  /** The label names of the series of `name` Prometheus holds. */
+  async function liveLabels(name: string): Promise<Set<string>> {
+    const match = encodeURIComponent(`${name}{namespace="${NAMESPACE}"}`);
+    const body = (await (
+      await fetch(`${prometheusUrl}/api/v1/series?match[]=${match}`)
+    ).json()) as {
+      data: Array<Record<string, string>>;
+    };
+    return new Set(body.data.flatMap((series) => Object.keys(series)));
+  }
+
+  it('answers every dashboard panel with data, from metrics and labels the services export', async () => {
     const exported = new Set(
       (await query(`count by (__name__) ({namespace="${NAMESPACE}"})`)).map(
         (sample) => sample.metric.__name__!,
@@ -332,6 +382,9 @@ describe('Prometheus scraping the stack', () => {
     for (const { panel, expr } of await dashboardQueries()) {
       for (const name of metricNames(expr)) {
         expect(exported, `${panel}: ${name}`).toContain(name);
+        // A label no series has would group everything into one line or match nothing.
+        const carried = await liveLabels(name);
+        for (const label of labelNames(expr)) expect(carried, `${panel}: ${name}`).toContain(label);
       }
       const promql = asPromQL(expr, { namespace: NAMESPACE, rateInterval: '1m' });
       if ((await query(promql)).length === 0) withoutData.push(`${panel}: ${promql}`);

@@ -321,6 +321,7 @@ describe('job creation', () => {
       accountId,
       pipeline: 'audio',
       source: { kind: 'upload', uploadId: 'upl_a' },
+      preset: 'aggressive',
       idempotencyKey: 'k1',
       webhookUrl: null,
       maxUploadBytes: 25 * 1024 * 1024,
@@ -353,6 +354,7 @@ describe('job creation', () => {
       type: 'encode',
       params: { format: 'jpeg', quality: 60, effort: 4 },
     });
+    expect(last().preset).toBeUndefined();
     await post('/v1/image', {
       imageId: 'upl_i',
       operations: [{ type: 'resize', params: { width: 100 } }],

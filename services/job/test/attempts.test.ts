@@ -9,9 +9,9 @@ const accountId = newAccount();
 beforeAll(() => harness.start({ retryBaseMs: 250 }));
 afterAll(() => harness.stop());
 
-async function queuedAudioJob(): Promise<string> {
+async function queuedAudioJob(extra: Parameters<typeof audioRequest>[2] = {}): Promise<string> {
   const uploadId = harness.addUpload(accountId, 'voice.mp3', 1 * MB, 'audio/mpeg');
-  return (await harness.createJob(audioRequest(accountId, uploadId))).job.id;
+  return (await harness.createJob(audioRequest(accountId, uploadId, extra))).job.id;
 }
 
 const begin = (jobId: string, attempt: number) =>
@@ -251,6 +251,64 @@ describe('worker transitions', () => {
     // Each is the same delivery asking: all run the one attempt, and the job moved once.
     expect(outcomes.every((outcome) => outcome.action === 'run')).toBe(true);
     expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 1 });
+  });
+});
+
+describe('metrics of settled jobs', () => {
+  /** Finished jobs and timed durations of queued audio jobs with this preset label and status. */
+  const settledWith = async (preset: string, status: 'completed' | 'failed') => ({
+    finished: await harness.metricValue('tamp_jobs_finished_total', {
+      pipeline: 'audio',
+      preset,
+      status,
+      mode: 'queued',
+    }),
+    timed: await harness.metricValue('tamp_job_duration_seconds_count', {
+      pipeline: 'audio',
+      preset,
+      status,
+    }),
+  });
+
+  it('stores the preset a chain was expanded from, null for explicit operations', async () => {
+    const fromPreset = await queuedAudioJob({ preset: 'podcast' });
+    const explicit = await queuedAudioJob();
+    expect(await stored(fromPreset)).toMatchObject({ preset: 'podcast' });
+    expect(await stored(explicit)).toMatchObject({ preset: null });
+  });
+
+  it('labels finished jobs and durations by preset: its name, custom, or unrecorded for older jobs', async () => {
+    const before = {
+      podcast: await settledWith('podcast', 'completed'),
+      custom: await settledWith('custom', 'failed'),
+      unrecorded: await settledWith('unrecorded', 'completed'),
+    };
+    const fromPreset = await queuedAudioJob({ preset: 'podcast' });
+    await begin(fromPreset, 1);
+    await complete(fromPreset, 1);
+    const explicit = await queuedAudioJob();
+    await begin(explicit, 1);
+    await fail(explicit, 1, true);
+    // A job stored before jobs recorded their preset: it may have run one or not.
+    const older = await queuedAudioJob({ preset: 'podcast' });
+    await harness.db
+      .collection(JOBS_COLLECTION)
+      .updateOne({ _id: older as never }, { $unset: { preset: '' } });
+    await begin(older, 1);
+    await complete(older, 1);
+
+    expect(await settledWith('podcast', 'completed')).toEqual({
+      finished: before.podcast.finished + 1,
+      timed: before.podcast.timed + 1,
+    });
+    expect(await settledWith('custom', 'failed')).toEqual({
+      finished: before.custom.finished + 1,
+      timed: before.custom.timed + 1,
+    });
+    expect(await settledWith('unrecorded', 'completed')).toEqual({
+      finished: before.unrecorded.finished + 1,
+      timed: before.unrecorded.timed + 1,
+    });
   });
 });
 

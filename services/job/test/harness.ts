@@ -5,13 +5,16 @@ import {
   connectMongo,
   connectNats,
   createLogger,
+  createMetricsRegistry,
   type Db,
   type EndpointRequest,
+  jobOutcomeMetrics,
   type MongoClient,
   type NatsConnection,
   ObjectStore,
   provisionIndexes,
   provisionTopology,
+  type Registry,
   Rpc,
 } from '@tamp/kit';
 import {
@@ -44,6 +47,8 @@ export type CreateJobInput = EndpointRequest<(typeof jobEndpoints)['createJob']>
 export class JobHarness {
   readonly infrastructure = isolatedInfrastructure();
   readonly logger = createLogger('job-test', 'silent');
+  /** The service's metrics registry, as its `/metrics` would expose it. */
+  readonly metrics: Registry = createMetricsRegistry('job');
   topology!: Topology;
   serviceNats!: NatsConnection;
   peerNats!: NatsConnection;
@@ -94,6 +99,7 @@ export class JobHarness {
       store: this.store,
       logger,
       settings: { inlineReplyTimeoutMs: 1_500, retryBaseMs: 100, sweepIntervalMs: 0, ...settings },
+      metrics: jobOutcomeMetrics(this.metrics),
     });
     this.rpc = new Rpc(this.peerNats, this.topology, logger);
   }
@@ -203,6 +209,25 @@ export class JobHarness {
       });
     }
     return messages;
+  }
+
+  /**
+   * The sum of a metric's samples carrying `labels` (among others), 0 when there is none yet;
+   * `name` as exposed, so a histogram's count is `<name>_count`.
+   */
+  async metricValue(name: string, labels: Record<string, string>): Promise<number> {
+    let total = 0;
+    for (const metric of await this.metrics.getMetricsAsJSON()) {
+      for (const sample of metric.values) {
+        const matches = Object.entries(labels).every(
+          ([key, value]) => sample.labels[key] === value,
+        );
+        // A histogram's samples name their series (`_bucket`, `_sum`, `_count`).
+        const series = 'metricName' in sample ? sample.metricName : metric.name;
+        if (series === name && matches) total += sample.value;
+      }
+    }
+    return total;
   }
 
   /** The job as stored, read on the service's own database. */

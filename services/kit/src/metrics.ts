@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ConsumerDefinition, Pipeline } from '@tamp/proto';
+import type { ConsumerDefinition, JobStatus, Pipeline, PresetName } from '@tamp/proto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type { Registry };
@@ -17,8 +17,32 @@ export function createMetricsRegistry(service: string): Registry {
   return registry;
 }
 
+/** A counter on `registry`, incremented with exactly the labels named. */
+function counter<Label extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly Label[] = [],
+): Counter<Label> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/** A histogram on `registry` with these buckets, observed with exactly the labels named. */
+function histogram<Label extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly Label[],
+  buckets: number[],
+): Histogram<Label> {
+  return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+}
+
 /** Latency buckets of an HTTP answer: long-polls (`?wait=`) and inline jobs reach tens of seconds. */
 const HTTP_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** From creation to a terminal state: an inline job's fraction of a second to a long queued one. */
+const JOB_SECONDS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 /**
  * Requests of an HTTP API (`api`: public or admin), by route pattern, never the raw URL, so a
@@ -26,56 +50,84 @@ const HTTP_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 
  */
 export function httpMetrics(registry: Registry) {
   return {
-    requests: new Counter({
-      name: 'tamp_http_requests_total',
-      help: 'HTTP requests answered, by API, method, route pattern and status code',
-      labelNames: ['api', 'method', 'route', 'status'] as const,
-      registers: [registry],
-    }),
-    duration: new Histogram({
-      name: 'tamp_http_request_duration_seconds',
-      help: 'Time from receiving an HTTP request to the end of its answer, by API, method and route',
-      labelNames: ['api', 'method', 'route'] as const,
-      buckets: HTTP_SECONDS_BUCKETS,
-      registers: [registry],
-    }),
+    requests: counter(
+      registry,
+      'tamp_http_requests_total',
+      'HTTP requests answered, by API, method, route pattern and status code',
+      ['api', 'method', 'route', 'status'],
+    ),
+    duration: histogram(
+      registry,
+      'tamp_http_request_duration_seconds',
+      'Time from receiving an HTTP request to the end of its answer, by API, method and route',
+      ['api', 'method', 'route'],
+      HTTP_SECONDS_BUCKETS,
+    ),
   };
 }
 export type HttpMetrics = ReturnType<typeof httpMetrics>;
 
 /**
- * Jobs the gateway created, by pipeline and preset (`custom` for an explicit chain). Only the
- * gateway knows the preset: it expands it before the job service sees the job.
+ * The `preset` label of every job metric: the preset the job's chain was expanded from, or
+ * `custom` for an explicit operations chain (null). Its values are the pipelines' preset names
+ * and `custom` (and the job service's `unrecorded`, docs/decisions.md#what-a-job-holds), so it
+ * never grows with the traffic.
  */
+export function presetLabel(preset: PresetName | null): string {
+  return preset ?? 'custom';
+}
+
+/** Every job metric is split by pipeline and by preset (see presetLabel). */
+const JOB_LABELS = ['pipeline', 'preset'] as const;
+
+/** Jobs the gateway created, counted when the job service answered 200 or 202. */
 export function jobCreationMetrics(registry: Registry) {
-  return new Counter({
-    name: 'tamp_jobs_created_total',
-    help: 'Jobs created (200 inline or 202 queued), by pipeline and preset (custom: explicit operations)',
-    labelNames: ['pipeline', 'preset'] as const,
-    registers: [registry],
-  });
+  return counter(
+    registry,
+    'tamp_jobs_created_total',
+    'Jobs created (200 inline or 202 queued), by pipeline and preset (custom: explicit operations)',
+    JOB_LABELS,
+  );
 }
 export type JobCreationMetrics = ReturnType<typeof jobCreationMetrics>;
 
+/** A job that reached a terminal state, as the job service settles it. */
+export interface SettledJob {
+  pipeline: Pipeline;
+  /** The job's presetLabel. */
+  preset: string;
+  status: JobStatus;
+  /** True when the job ran through the inline path and never entered the queue. */
+  inline: boolean;
+  createdAt: Date;
+  finishedAt: Date;
+}
+
 /**
- * Terminal jobs as the job service settles them, once per job (counted with the job's event),
+ * Terminal jobs as the job service settles them, once per job (recorded with the job's event),
  * and the time from creation to that state: what a client waits, queueing and retries included.
+ * Both are recorded together, with the same pipeline, preset and status.
  */
 export function jobOutcomeMetrics(registry: Registry) {
+  const finished = counter(
+    registry,
+    'tamp_jobs_finished_total',
+    'Jobs that reached a terminal state, by pipeline, preset, status (completed, failed) and mode (inline, queued)',
+    [...JOB_LABELS, 'status', 'mode'],
+  );
+  const duration = histogram(
+    registry,
+    'tamp_job_duration_seconds',
+    'Time from a job’s creation to its terminal state, by pipeline, preset and status',
+    [...JOB_LABELS, 'status'],
+    JOB_SECONDS_BUCKETS,
+  );
   return {
-    finished: new Counter({
-      name: 'tamp_jobs_finished_total',
-      help: 'Jobs that reached a terminal state, by pipeline, status (completed, failed) and mode (inline, queued)',
-      labelNames: ['pipeline', 'status', 'mode'] as const,
-      registers: [registry],
-    }),
-    duration: new Histogram({
-      name: 'tamp_job_duration_seconds',
-      help: 'Time from a job’s creation to its terminal state, by pipeline and status',
-      labelNames: ['pipeline', 'status'] as const,
-      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
-      registers: [registry],
-    }),
+    record({ pipeline, preset, status, inline, createdAt, finishedAt }: SettledJob): void {
+      const labels = { pipeline, preset, status };
+      finished.inc({ ...labels, mode: inline ? 'inline' : 'queued' });
+      duration.observe(labels, (finishedAt.getTime() - createdAt.getTime()) / 1000);
+    },
   };
 }
 export type JobOutcomeMetrics = ReturnType<typeof jobOutcomeMetrics>;
@@ -83,17 +135,17 @@ export type JobOutcomeMetrics = ReturnType<typeof jobOutcomeMetrics>;
 /** Credits moved by billing: reserved when a job is created, refunded when it fails. */
 export function creditMetrics(registry: Registry) {
   return {
-    reserved: new Counter({
-      name: 'tamp_credits_reserved_total',
-      help: 'Credits reserved for new jobs (replays of a reservation not counted), by pipeline',
-      labelNames: ['pipeline'] as const,
-      registers: [registry],
-    }),
-    refunded: new Counter({
-      name: 'tamp_credits_refunded_total',
-      help: 'Credits given back for failed jobs (replays of a refund not counted)',
-      registers: [registry],
-    }),
+    reserved: counter(
+      registry,
+      'tamp_credits_reserved_total',
+      'Credits reserved for new jobs (replays of a reservation not counted), by pipeline',
+      ['pipeline'],
+    ),
+    refunded: counter(
+      registry,
+      'tamp_credits_refunded_total',
+      'Credits given back for failed jobs (replays of a refund not counted)',
+    ),
   };
 }
 export type CreditMetrics = ReturnType<typeof creditMetrics>;

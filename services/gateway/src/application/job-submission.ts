@@ -1,4 +1,4 @@
-import type { JobCreationMetrics, ObjectStore, Rpc } from '@tamp/kit';
+import { type JobCreationMetrics, type ObjectStore, presetLabel, type Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
   jobEndpoints,
@@ -71,8 +71,10 @@ export class JobSubmissions {
         timeoutMs: budgetMs,
         deadline,
       });
-      const preset = submission.body.preset ?? 'custom';
-      this.options.jobsCreated?.inc({ pipeline: submission.pipeline, preset });
+      this.options.jobsCreated?.inc({
+        pipeline: submission.pipeline,
+        preset: presetLabel(request.preset ?? null),
+      });
       return created;
     } finally {
       this.inFlight--;

@@ -53,6 +53,7 @@ export function uploadCreateJob<P extends 'audio' | 'image'>(
     pipeline,
     source: { kind: 'upload', uploadId },
     operations: resolveChain(pipeline as 'audio', body as AudioJobBody),
+    preset: body.preset,
   } as CreateJobRequest;
 }
 
@@ -83,5 +84,6 @@ export function textCreateJob(
     pipeline: 'text',
     source,
     operations: resolveChain('text', body),
+    preset: body.preset,
   };
 }

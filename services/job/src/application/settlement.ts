@@ -1,4 +1,4 @@
-import type { JobOutcomeMetrics, Logger, Rpc } from '@tamp/kit';
+import { type JobOutcomeMetrics, type Logger, presetLabel, type Rpc } from '@tamp/kit';
 import { billingEndpoints } from '@tamp/proto';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
@@ -44,16 +44,14 @@ export class Settlement {
         await messaging.publishEvent(jobEventOf(job));
         await jobs.markDone(job._id, { eventPublished: true });
         // Counted with the event, which is published once per job (its outbox flag).
-        this.metrics?.finished.inc({
+        this.metrics?.record({
           pipeline: job.pipeline,
+          preset: jobPresetLabel(job),
           status: job.status,
-          mode: job.inline ? 'inline' : 'queued',
+          inline: job.inline,
+          createdAt: job.createdAt,
+          finishedAt: job.completedAt ?? job.updatedAt,
         });
-        const finishedAt = job.completedAt ?? job.updatedAt;
-        this.metrics?.duration.observe(
-          { pipeline: job.pipeline, status: job.status },
-          (finishedAt.getTime() - job.createdAt.getTime()) / 1000,
-        );
       } catch (error) {
         logger.warn(
           { err: error, jobId: job._id },
@@ -63,4 +61,14 @@ export class Settlement {
     }
     messaging.notify({ jobId: job._id, status: job.status });
   }
+}
+
+/**
+ * The `preset` label of a settled job: presetLabel of its preset. A job stored before jobs
+ * recorded their preset may have run a preset or an explicit chain, so calling it `custom` would
+ * be wrong: it is `unrecorded`, one more value, seen only for jobs in flight across that upgrade
+ * (docs/decisions.md#what-a-job-holds).
+ */
+function jobPresetLabel(job: Pick<JobDocument, 'preset'>): string {
+  return job.preset === undefined ? 'unrecorded' : presetLabel(job.preset);
 }

@@ -1,4 +1,11 @@
-import type { JobInput, JobMetrics, JobStatus, Pipeline, UsageDimensions } from '@tamp/proto';
+import type {
+  JobInput,
+  JobMetrics,
+  JobStatus,
+  Pipeline,
+  PresetName,
+  UsageDimensions,
+} from '@tamp/proto';
 import { TERMINAL_STATUSES } from '@tamp/proto';
 
 /** What a finished job keeps of its output. `expired` turns true when retention removes it. */
@@ -21,6 +28,12 @@ export interface JobDocument {
   status: JobStatus;
   /** The resolved chain (preset expanded, encode placed), as the gateway sent it. */
   operations: unknown[];
+  /**
+   * The preset `operations` was expanded from, null for an explicit chain; it only labels the
+   * job's metrics. Absent on documents stored before jobs recorded it
+   * (docs/decisions.md#what-a-job-holds).
+   */
+  preset?: PresetName | null;
   input: JobInput;
   /** Original filename, shown in summaries; audio and image jobs only. */
   filename: string | null;

@@ -14,6 +14,7 @@ export function newJob(
     pipeline: request.pipeline,
     status: 'created',
     operations: request.operations,
+    preset: request.preset ?? null,
     input: inputOf(request, upload),
     filename: request.pipeline === 'text' ? null : (upload?.filename ?? null),
     webhookUrl: request.webhookUrl,
