@@ -30,6 +30,9 @@ let stack: TestStack;
 let account: TestAccount;
 let receiver: Server;
 const received: string[] = [];
+/** The trace-context headers of every webhook request: none may reach a customer's receiver. */
+const traceHeadersReceived: string[] = [];
+const TRACE_HEADERS = ['traceparent', 'tracestate', 'baggage'];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'tamp-traces-'));
@@ -39,6 +42,9 @@ beforeAll(async () => {
   receiver = createServer(async (request, response) => {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
+    for (const header of TRACE_HEADERS) {
+      if (request.headers[header] !== undefined) traceHeadersReceived.push(header);
+    }
     const jobId = (JSON.parse(Buffer.concat(chunks).toString()) as { job: { id: string } }).job.id;
     const first = !seenJobs.has(jobId);
     seenJobs.add(jobId);
@@ -70,10 +76,13 @@ const RECEIVER_TOKEN = `tok${Math.random().toString(36).slice(2)}`;
 const webhookUrl = () =>
   `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook?token=${RECEIVER_TOKEN}`;
 
+/** The queued text job's input: trimmed by the `chill` preset (one `trim` at intensity 30). */
+const TRACED_TEXT = `Hello   traced world ${Math.random()}`;
+
 async function createJob(pipeline: 'image' | 'text' | 'audio'): Promise<string> {
   let body: Record<string, unknown>;
   if (pipeline === 'text') {
-    body = { text: `Hello   traced world ${Math.random()}`, preset: 'chill' };
+    body = { text: TRACED_TEXT, preset: 'chill' };
   } else if (pipeline === 'image') {
     body = {
       imageId: await uploadFile(stack, account.apiKey, 'photo.png', await tinyPng()),
@@ -116,6 +125,46 @@ async function waitForTrace(jobId: string, timeoutMs = 45_000): Promise<Collecte
     if (isComplete(trace) || Date.now() > deadline) return trace;
     await sleep(250);
   }
+}
+
+/**
+ * The text pipeline's steps ran in a worker thread; each must be a span, child of the worker's
+ * `text pipeline` span, in the order they ran and inside its time, with their shape only.
+ */
+function expectTextStepSpans(trace: readonly CollectedSpan[], tree: string): void {
+  const pipelineSpan = trace.find(
+    (span) => span.service === 'worker-text' && span.name === 'text pipeline',
+  );
+  expect(pipelineSpan, tree).toBeDefined();
+  const steps = trace
+    .filter((span) => span.parentSpanId === pipelineSpan!.spanId)
+    .sort((a, b) => (a.startTimeUnixNano < b.startTimeUnixNano ? -1 : 1));
+  expect(
+    steps.map((step) => step.name),
+    tree,
+  ).toEqual(['text trim', 'text count tokens', 'text count tokens']);
+  for (const [index, step] of steps.entries()) {
+    expect(step.service).toBe('worker-text');
+    expect(step.kind).toBe(SPAN_KIND.internal);
+    expect(step.startTimeUnixNano).toBeGreaterThanOrEqual(pipelineSpan!.startTimeUnixNano);
+    expect(step.endTimeUnixNano).toBeLessThanOrEqual(pipelineSpan!.endTimeUnixNano);
+    expect(step.endTimeUnixNano).toBeGreaterThanOrEqual(step.startTimeUnixNano);
+    if (index > 0) {
+      expect(step.startTimeUnixNano).toBeGreaterThanOrEqual(steps[index - 1]!.endTimeUnixNano);
+    }
+  }
+  const [trim, tokensIn, tokensOut] = steps;
+  expect(trim!.attributes).toMatchObject({
+    'text.operation': 'trim',
+    'text.operation.index': 0,
+    'text.trim.intensity': 30,
+    'text.length_in': TRACED_TEXT.length,
+    'text.length_out': TRACED_TEXT.replace(/ +/g, ' ').length,
+  });
+  expect(tokensIn!.attributes).toMatchObject({ 'text.counted': 'input' });
+  expect(tokensOut!.attributes).toMatchObject({ 'text.counted': 'output' });
+  expect(tokensIn!.attributes['text.tokens']).toBe(pipelineSpan!.attributes['text.tokens_in']);
+  expect(tokensOut!.attributes['text.tokens']).toBe(pipelineSpan!.attributes['text.tokens_out']);
 }
 
 describe('one trace per job, received by a real collector', () => {
@@ -185,11 +234,12 @@ describe('one trace per job, received by a real collector', () => {
       // The pipeline's own work, below the worker's processing span.
       const pipelineSpans = {
         image: ['sharp process', 'sharp probe', 'sharp encode'],
-        text: ['text pipeline'],
+        text: ['text pipeline', 'text trim', 'text count tokens'],
         audio: ['ffprobe', 'ffmpeg'],
       }[pipeline];
       const names = new Set(trace.map((span) => span.name));
       for (const name of pipelineSpans) expect(names, tree).toContain(name);
+      if (pipeline === 'text') expectTextStepSpans(trace, tree);
       if (pipeline === 'audio') {
         const ffmpeg = trace.filter((span) => span.name === 'ffmpeg');
         for (const run of ffmpeg) {
@@ -221,8 +271,54 @@ describe('one trace per job, received by a real collector', () => {
       expect(deliveries.length, tree).toBeGreaterThanOrEqual(2);
       expect(deliveries[0]!.statusCode).toBe(STATUS_ERROR);
       expect(deliveries.at(-1)!.statusCode).not.toBe(STATUS_ERROR);
+      expect(deliveries[0]!.attributes['http.response.status_code']).toBe(503);
+      expect(deliveries.at(-1)!.attributes['http.response.status_code']).toBe(204);
     }, 90_000);
   }
+
+  it('inline text: the steps are spans below the text pipeline span, in the request trace', async () => {
+    // A length no other job has: it finds the trim step's span among everything collected.
+    const text = `inline${' x'.repeat(100 + Math.floor(Math.random() * 500))}  end`;
+    const created = await stack.api<{ id: string; status: string }>('POST', '/v1/text', {
+      token: account.apiKey,
+      body: { text, preset: 'chill' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const deadline = Date.now() + 30_000;
+    let trace: CollectedSpan[] = [];
+    let trim: CollectedSpan | undefined;
+    while (Date.now() < deadline) {
+      const spans = await readCollectedSpans(collector.spansFile);
+      trim = spans.find(
+        (span) => span.name === 'text trim' && span.attributes['text.length_in'] === text.length,
+      );
+      trace = trim === undefined ? [] : spans.filter((span) => span.traceId === trim!.traceId);
+      if (trim !== undefined && trace.some((span) => span.parentSpanId === '')) break;
+      await sleep(250);
+    }
+    const tree = renderTraceTree(trace);
+    expect(trim, tree).toBeDefined();
+    const byId = new Map(trace.map((span) => [span.spanId, span]));
+    const pipelineSpan = byId.get(trim!.parentSpanId);
+    expect(pipelineSpan?.name, tree).toBe('text pipeline');
+    expect(pipelineSpan?.service).toBe('worker-text');
+    expect(
+      trace.filter((span) => span.parentSpanId === pipelineSpan!.spanId).map((span) => span.name),
+      tree,
+    ).toEqual(expect.arrayContaining(['text trim', 'text count tokens', 'text count tokens']));
+    const roots = trace.filter((span) => span.parentSpanId === '');
+    expect(
+      roots.map((span) => span.name),
+      tree,
+    ).toEqual(['POST /v1/text']);
+    expect(orphansOf(trace), tree).toEqual([]);
+  }, 60_000);
+
+  it('sends no trace context to the webhook receiver, which is a third party', () => {
+    // Every job's deliveries arrived (beforeAll), each with its spans (above): none carried ours.
+    expect(received.length).toBeGreaterThanOrEqual(3);
+    expect(traceHeadersReceived).toEqual([]);
+  });
 
   it('marks the attempt of a job whose input is corrupt as an error, down to the failing ffprobe', async () => {
     // A RIFF/WAVE header (the upload's signature check passes) over bytes no decoder reads.
