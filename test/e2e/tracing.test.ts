@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningTraceCollector, startTraceCollector } from '../../scripts/infra/launcher';
+import { buildPdf } from '../../services/worker-text/test/support/pdf-fixture';
 import { speechWav, tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 import {
@@ -94,9 +95,17 @@ async function createJob(pipeline: 'image' | 'text' | 'audio'): Promise<string> 
       preset: 'chill',
     };
   }
+  return createQueuedJob(pipeline, { ...body, webhookUrl: webhookUrl() });
+}
+
+/** Creates a job that must be queued (202); returns its id. */
+async function createQueuedJob(
+  pipeline: 'image' | 'text' | 'audio',
+  body: Record<string, unknown>,
+): Promise<string> {
   const created = await stack.api<{ id: string }>('POST', `/v1/${pipeline}`, {
     token: account.apiKey,
-    body: { ...body, webhookUrl: webhookUrl() },
+    body,
   });
   expect(created.status, JSON.stringify(created.body)).toBe(202);
   return created.body.data!.id;
@@ -118,14 +127,25 @@ function isComplete(trace: readonly CollectedSpan[]): boolean {
   );
 }
 
-async function waitForTrace(jobId: string, timeoutMs = 45_000): Promise<CollectedSpan[]> {
+/** Reads the collected spans until `traceOf` them is `ready`, or `timeoutMs` has passed. */
+async function waitForTrace(
+  traceOf: (spans: readonly CollectedSpan[]) => CollectedSpan[],
+  ready: (trace: readonly CollectedSpan[]) => boolean,
+  timeoutMs = 45_000,
+): Promise<CollectedSpan[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const trace = traceOfJob(await readCollectedSpans(collector.spansFile), jobId);
-    if (isComplete(trace) || Date.now() > deadline) return trace;
+    const trace = traceOf(await readCollectedSpans(collector.spansFile));
+    if (ready(trace) || Date.now() > deadline) return trace;
     await sleep(250);
   }
 }
+
+/**
+ * The SDK anchors each span's clock on `Date.now()` (whole milliseconds) when the span starts, so
+ * two spans of one process (a step and its parent) can disagree by up to a millisecond.
+ */
+const CLOCK_SLACK_NS = 1_000_000n;
 
 /**
  * The text pipeline's steps ran in a worker thread; each must be a span, child of the worker's
@@ -146,8 +166,12 @@ function expectTextStepSpans(trace: readonly CollectedSpan[], tree: string): voi
   for (const [index, step] of steps.entries()) {
     expect(step.service).toBe('worker-text');
     expect(step.kind).toBe(SPAN_KIND.internal);
-    expect(step.startTimeUnixNano).toBeGreaterThanOrEqual(pipelineSpan!.startTimeUnixNano);
-    expect(step.endTimeUnixNano).toBeLessThanOrEqual(pipelineSpan!.endTimeUnixNano);
+    expect(step.startTimeUnixNano + CLOCK_SLACK_NS).toBeGreaterThanOrEqual(
+      pipelineSpan!.startTimeUnixNano,
+    );
+    expect(step.endTimeUnixNano).toBeLessThanOrEqual(
+      pipelineSpan!.endTimeUnixNano + CLOCK_SLACK_NS,
+    );
     expect(step.endTimeUnixNano).toBeGreaterThanOrEqual(step.startTimeUnixNano);
     if (index > 0) {
       expect(step.startTimeUnixNano).toBeGreaterThanOrEqual(steps[index - 1]!.endTimeUnixNano);
@@ -182,7 +206,7 @@ describe('one trace per job, received by a real collector', () => {
   for (const pipeline of ['image', 'text', 'audio'] as const) {
     it(`${pipeline}: POST, job service, worker, billing and webhook in one tree`, async () => {
       const jobId = jobs.get(pipeline)!;
-      const trace = await waitForTrace(jobId);
+      const trace = await waitForTrace((spans) => traceOfJob(spans, jobId), isComplete);
       const tree = renderTraceTree(trace);
       console.log(`Trace of the ${pipeline} job ${jobId}:\n${tree}`);
 
@@ -284,19 +308,18 @@ describe('one trace per job, received by a real collector', () => {
       body: { text, preset: 'chill' },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const deadline = Date.now() + 30_000;
-    let trace: CollectedSpan[] = [];
-    let trim: CollectedSpan | undefined;
-    while (Date.now() < deadline) {
-      const spans = await readCollectedSpans(collector.spansFile);
-      trim = spans.find(
-        (span) => span.name === 'text trim' && span.attributes['text.length_in'] === text.length,
-      );
-      trace = trim === undefined ? [] : spans.filter((span) => span.traceId === trim!.traceId);
-      if (trim !== undefined && trace.some((span) => span.parentSpanId === '')) break;
-      await sleep(250);
-    }
+    const isTrim = (span: CollectedSpan) =>
+      span.name === 'text trim' && span.attributes['text.length_in'] === text.length;
+    const trace = await waitForTrace(
+      (spans) => {
+        const traceId = spans.find(isTrim)?.traceId;
+        return spans.filter((span) => span.traceId === traceId);
+      },
+      (found) => found.some((span) => span.parentSpanId === ''),
+      30_000,
+    );
     const tree = renderTraceTree(trace);
+    const trim = trace.find(isTrim);
     expect(trim, tree).toBeDefined();
     const byId = new Map(trace.map((span) => [span.spanId, span]));
     const pipelineSpan = byId.get(trim!.parentSpanId);
@@ -314,6 +337,33 @@ describe('one trace per job, received by a real collector', () => {
     expect(orphansOf(trace), tree).toEqual([]);
   }, 60_000);
 
+  it('PDF text: the extraction and the steps are spans of the job, with their shape', async () => {
+    const pdf = buildPdf([['Traced   page one'], ['Traced page   two']]);
+    const fileId = await uploadFile(stack, account.apiKey, 'traced.pdf', pdf);
+    const jobId = await createQueuedJob('text', { fileId, preset: 'chill' });
+    const trace = await waitForTrace(
+      (spans) => traceOfJob(spans, jobId),
+      (found) => found.filter((span) => span.name === 'text count tokens').length === 2,
+    );
+    const tree = renderTraceTree(trace);
+    const byId = new Map(trace.map((span) => [span.spanId, span]));
+    const extraction = trace.find((span) => span.name === 'pdf extract text');
+    expect(extraction, tree).toBeDefined();
+    expect(byId.get(extraction!.parentSpanId)?.name, tree).toBe('process worker-text');
+    expect(extraction!.attributes).toMatchObject({
+      'pdf.bytes': pdf.length,
+      'pdf.pages': 2,
+      'pdf.pages_with_text': 2,
+    });
+    const trim = trace.find((span) => span.name === 'text trim');
+    expect(byId.get(trim?.parentSpanId ?? '')?.name, tree).toBe('text pipeline');
+    // The trim step got the text the extraction gave.
+    expect(trim!.attributes['text.length_in']).toBe(extraction!.attributes['text.length_out']);
+    expect(trim!.startTimeUnixNano + CLOCK_SLACK_NS).toBeGreaterThanOrEqual(
+      extraction!.endTimeUnixNano,
+    );
+  }, 60_000);
+
   it('sends no trace context to the webhook receiver, which is a third party', () => {
     // Every job's deliveries arrived (beforeAll), each with its spans (above): none carried ours.
     expect(received.length).toBeGreaterThanOrEqual(3);
@@ -329,27 +379,21 @@ describe('one trace per job, received by a real collector', () => {
       Buffer.alloc(2_048, 0x5a),
     ]);
     const audioId = await uploadFile(stack, account.apiKey, 'corrupt.wav', corrupt);
-    const created = await stack.api<{ id: string }>('POST', '/v1/audio', {
-      token: account.apiKey,
-      body: { audioId, preset: 'chill' },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(202);
-    const jobId = created.body.data!.id;
-    const deadline = Date.now() + 60_000;
-    let trace: CollectedSpan[] = [];
-    const failedWork = () =>
+    const jobId = await createQueuedJob('audio', { audioId, preset: 'chill' });
+    const failedWork = (trace: readonly CollectedSpan[]) =>
       trace.find(
         (span) =>
           span.service === 'worker-audio' &&
           span.kind === SPAN_KIND.consumer &&
           span.statusCode === STATUS_ERROR,
       );
-    while (failedWork() === undefined && Date.now() < deadline) {
-      await sleep(250);
-      trace = traceOfJob(await readCollectedSpans(collector.spansFile), jobId);
-    }
+    const trace = await waitForTrace(
+      (spans) => traceOfJob(spans, jobId),
+      (found) => failedWork(found) !== undefined,
+      60_000,
+    );
     const tree = renderTraceTree(trace);
-    expect(failedWork(), tree).toBeDefined();
+    expect(failedWork(trace), tree).toBeDefined();
     const probe = trace.find((span) => span.name === 'ffprobe');
     expect(probe?.statusCode, tree).toBe(STATUS_ERROR);
   }, 90_000);

@@ -101,9 +101,10 @@ export async function startTextPipelinePool(options: {
  * The failed step, if any, carries the pipeline's error.
  */
 function recordStepSpans(outcome: TextPipelineOutcome): void {
-  // Thread readings of the process' monotonic clock, placed on this thread's epoch timeline.
+  // The threads' readings of the process' monotonic clock, put on the wall clock the way the SDK
+  // times its own spans: `Date.now()` now, minus how long ago each reading was.
   const nowNs = process.hrtime.bigint();
-  const nowMs = performance.timeOrigin + performance.now();
+  const nowMs = Date.now();
   const epochMs = (monotonicNs: bigint) => nowMs - Number(nowNs - monotonicNs) / 1e6;
   for (const step of outcome.steps) {
     recordFinishedSpan({
