@@ -8,8 +8,9 @@ import { isTraceContextWithheld } from './tracing';
  * mongodb (each command) and undici (outgoing fetch; not webhook deliveries, see below). They
  * patch a library when it is loaded, so they must be registered before any service module loads
  * one: kit's index exports this module before everything that imports a library (tracing.ts,
- * imported here, loads only the OpenTelemetry API), and every service's main imports kit first. They are loaded synchronously (a top-level await would let sibling modules run first)
- * and only when tracing is configured, so a service without an endpoint loads none of them.
+ * imported here, loads only the OpenTelemetry API), and every service's main imports kit first.
+ * They are loaded synchronously (a top-level await would let sibling modules run first) and
+ * only when tracing is configured, so a service without an endpoint loads none of them.
  * Their spans reach the SDK that `startTracing` starts once the service knows its name.
  */
 export const libraryInstrumentations: readonly Instrumentation[] = process.env
@@ -44,7 +45,7 @@ function registerLibraryInstrumentations(): Instrumentation[] {
       // handling). The request is created synchronously inside the caller's context, so the
       // flag is visible here.
       ignoreRequestHook: () => isTraceContextWithheld(),
-      // A webhook URL's query may carry the receiver's own token: it is never recorded.
+      // A URL's query may carry a token (a webhook receiver's own, say): it is never recorded.
       startSpanHook: (request) => {
         const url = new URL(request.path, request.origin);
         return { 'url.full': `${url.origin}${url.pathname}`, 'url.query': '' };
