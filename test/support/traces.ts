@@ -13,6 +13,7 @@ export interface CollectedSpan {
   /** OTLP's numbering: 0 unset, 1 ok, 2 error. */
   statusCode: number;
   startTimeUnixNano: bigint;
+  endTimeUnixNano: bigint;
   attributes: Record<string, string | number | boolean | string[]>;
 }
 
@@ -41,6 +42,7 @@ interface OtlpTracesData {
         name: string;
         kind?: number;
         startTimeUnixNano: string;
+        endTimeUnixNano: string;
         status?: { code?: number };
         attributes?: OtlpAttribute[];
       }[];
@@ -92,6 +94,7 @@ export async function readCollectedSpans(file: string): Promise<CollectedSpan[]>
             kind: span.kind ?? 0,
             statusCode: span.status?.code ?? 0,
             startTimeUnixNano: BigInt(span.startTimeUnixNano),
+            endTimeUnixNano: BigInt(span.endTimeUnixNano),
             attributes: attributesOf(span.attributes),
           });
         }

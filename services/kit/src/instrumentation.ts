@@ -1,14 +1,16 @@
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
+import { isTraceContextWithheld } from './tracing';
 
 /**
  * The maintained OpenTelemetry instrumentations of the libraries Tamp talks through: node:http
  * (the gateway's requests as SERVER spans, S3 calls of the MinIO client as CLIENT spans),
- * mongodb (each command) and undici (webhook deliveries). They patch a library when it is
- * loaded, so they must be registered before any service module loads one: kit's index exports
- * this module before everything that imports a library, and every service's main imports kit
- * first. They are loaded synchronously (a top-level await would let sibling modules run first)
- * and only when tracing is configured, so a service without an endpoint loads none of them.
+ * mongodb (each command) and undici (outgoing fetch; not webhook deliveries, see below). They
+ * patch a library when it is loaded, so they must be registered before any service module loads
+ * one: kit's index exports this module before everything that imports a library (tracing.ts,
+ * imported here, loads only the OpenTelemetry API), and every service's main imports kit first.
+ * They are loaded synchronously (a top-level await would let sibling modules run first) and
+ * only when tracing is configured, so a service without an endpoint loads none of them.
  * Their spans reach the SDK that `startTracing` starts once the service knows its name.
  */
 export const libraryInstrumentations: readonly Instrumentation[] = process.env
@@ -35,8 +37,15 @@ function registerLibraryInstrumentations(): Instrumentation[] {
       // Authorization headers are never recorded: the instrumentation records none by default.
     }),
     new MongoDBInstrumentation({ dbStatementSerializer: () => '' }),
-    // A webhook URL's query may carry the receiver's own token: it is never recorded.
     new UndiciInstrumentation({
+      // Requests to third parties (webhook deliveries, `withTraceContextWithheld`) must not carry
+      // our trace context. Ignoring them is the instrumentation's only way to send a request
+      // without it: it injects the context last, after every hook, so no hook can remove the
+      // headers (and a propagator wrapper would have to rebuild the SDK's OTEL_PROPAGATORS
+      // handling). The request is created synchronously inside the caller's context, so the
+      // flag is visible here.
+      ignoreRequestHook: () => isTraceContextWithheld(),
+      // A URL's query may carry a token (a webhook receiver's own, say): it is never recorded.
       startSpanHook: (request) => {
         const url = new URL(request.path, request.origin);
         return { 'url.full': `${url.origin}${url.pathname}`, 'url.query': '' };

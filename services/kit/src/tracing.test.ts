@@ -9,7 +9,16 @@ import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { createLogger } from './logger';
 import { connectNats, type NatsConnection } from './nats';
 import { Rpc } from './rpc';
-import { contextToStore, inConsumerSpan, inProducerSpan, inSpan, storedContext } from './tracing';
+import {
+  contextToStore,
+  inConsumerSpan,
+  inProducerSpan,
+  inSpan,
+  isTraceContextWithheld,
+  recordFinishedSpan,
+  storedContext,
+  withTraceContextWithheld,
+} from './tracing';
 
 /**
  * Spans of the kit's helpers and of Rpc over a real NATS server, recorded by the SDK's own
@@ -119,6 +128,46 @@ describe('tracing', () => {
     const span = spanNamed('attempt');
     expect(span.status).toMatchObject({ code: SpanStatusCode.ERROR });
     expect(span.events.map((event) => event.name)).toContain('exception');
+  });
+
+  it('records work timed elsewhere as a child of the active span, with its own times', async () => {
+    const startTime = Date.now() - 50;
+    await inSpan('pipeline', {}, async () => {
+      recordFinishedSpan({
+        name: 'step done',
+        attributes: { 'text.length_in': 4 },
+        startTime,
+        endTime: startTime + 12.5,
+      });
+      recordFinishedSpan({
+        name: 'step failed',
+        startTime: startTime + 20,
+        endTime: startTime + 21,
+        error: new RangeError('intensity 101'),
+      });
+    });
+    const parent = spanNamed('pipeline').spanContext();
+    const done = spanNamed('step done');
+    const failed = spanNamed('step failed');
+    for (const span of [done, failed]) {
+      expect(span.spanContext().traceId).toBe(parent.traceId);
+      expect(span.parentSpanContext?.spanId).toBe(parent.spanId);
+    }
+    const millis = ([seconds, nanos]: [number, number]) => seconds * 1000 + nanos / 1e6;
+    expect(millis(done.startTime)).toBeCloseTo(startTime, 3);
+    expect(millis(done.duration)).toBeCloseTo(12.5, 3);
+    expect(done.attributes).toEqual({ 'text.length_in': 4 });
+    expect(done.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(failed.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'intensity 101' });
+    expect(failed.events.map((event) => event.name)).toEqual(['exception']);
+  });
+
+  it('withholds the trace context only inside withTraceContextWithheld', async () => {
+    await inSpan('deliver', {}, async () => {
+      expect(isTraceContextWithheld()).toBe(false);
+      expect(withTraceContextWithheld(() => isTraceContextWithheld())).toBe(true);
+      expect(isTraceContextWithheld()).toBe(false);
+    });
   });
 
   it('writes trace_id and span_id on every log line inside a span, and none outside', async () => {

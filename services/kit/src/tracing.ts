@@ -2,6 +2,7 @@ import {
   type Attributes,
   type Context,
   context,
+  createContextKey,
   isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
@@ -10,6 +11,7 @@ import {
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  type TimeInput,
   trace,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -82,10 +84,35 @@ export function inSpan<T>(
 }
 
 /** Records `error` on `span` and marks the span failed (for failures that are not thrown). */
-export function markFailed(span: Span, error: unknown): void {
+export function markFailed(span: Span, error: unknown, time?: TimeInput): void {
   const exception = error instanceof Error ? error : new Error(String(error));
-  span.recordException(exception);
+  span.recordException(exception, time);
   span.setStatus({ code: SpanStatusCode.ERROR, message: exception.message });
+}
+
+/** Work that was timed where no span could be made (a worker thread), to show as a span after. */
+export interface FinishedWork {
+  name: string;
+  attributes?: Attributes;
+  /** When it started and ended, in milliseconds since the epoch. */
+  startTime: number;
+  endTime: number;
+  /** Why it failed, if it did: recorded on the span, which is marked failed. */
+  error?: unknown;
+}
+
+/**
+ * Records `work` as a span, child of the active span, with the times it really ran: for steps
+ * that ran in a worker thread, where the main thread's trace context is not available.
+ */
+export function recordFinishedSpan(work: FinishedWork): void {
+  const span = tracer().startSpan(
+    work.name,
+    { kind: SpanKind.INTERNAL, attributes: work.attributes, startTime: work.startTime },
+    context.active(),
+  );
+  if (work.error !== undefined) markFailed(span, work.error, work.endTime);
+  span.end(work.endTime);
 }
 
 /** Marks the active span, if any, failed: for failures that are recorded rather than thrown. */
@@ -195,6 +222,24 @@ export function contextToStore(): Record<string, string> {
 /** The context kept by `contextToStore`, for the spans of the work done later. */
 export function storedContext(carrier: Record<string, string> | undefined): Context {
   return carrier === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+const TRACE_CONTEXT_WITHHELD = createContextKey('tamp.trace-context-withheld');
+
+/**
+ * Runs `work` (synchronously: an undici request is created in the call) so that the HTTP
+ * requests it starts carry no trace context: no `traceparent`, `tracestate` or `baggage` goes to a
+ * third party (a customer's webhook receiver) that must not learn our trace ids. The undici
+ * instrumentation ignores such requests (instrumentation.ts), so they get no client span either:
+ * the caller's own span (`webhook deliver`) is the attempt's record.
+ */
+export function withTraceContextWithheld<T>(work: () => T): T {
+  return context.with(context.active().setValue(TRACE_CONTEXT_WITHHELD, true), work);
+}
+
+/** Whether the active context was set up by `withTraceContextWithheld`. */
+export function isTraceContextWithheld(): boolean {
+  return context.active().getValue(TRACE_CONTEXT_WITHHELD) === true;
 }
 
 /** The part of NATS' MsgHdrs that trace propagation needs. */

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { withTraceContextWithheld } from '@tamp/kit';
 import { Agent, request } from 'undici';
 import { isRetryAfterStatus } from '../domain/retry-schedule';
 import { checkTargetUrl, type TargetPolicy } from '../domain/target-policy';
@@ -86,13 +87,16 @@ export async function deliverWebhook(
   let statusCode: number | undefined;
   try {
     // undici's request() never follows redirects, so a 3xx's Location is never fetched.
-    const pending = request(target.url, {
-      method: 'POST',
-      body: delivery.body,
-      headers: delivery.headers,
-      dispatcher: agent,
-      signal: deadline.signal,
-    });
+    // The receiver is a third party: it gets no `traceparent` (our trace ids stay ours).
+    const pending = withTraceContextWithheld(() =>
+      request(target.url, {
+        method: 'POST',
+        body: delivery.body,
+        headers: delivery.headers,
+        dispatcher: agent,
+        signal: deadline.signal,
+      }),
+    );
     // undici only acts on the signal once the request is on a socket; while the connection is
     // still being made (a slow DNS answer, say) the deadline has to be enforced from outside.
     pending.catch(() => {});

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { inSpan, type Logger, markActiveSpanFailed, storedContext } from '@tamp/kit';
+import {
+  annotateActiveSpan,
+  inSpan,
+  type Logger,
+  markActiveSpanFailed,
+  storedContext,
+} from '@tamp/kit';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
 import type { HostnameResolver } from '../adapters/hostname-resolver';
@@ -126,6 +132,11 @@ export class DeliveryAttempt {
       ...(resolveHostname ? { resolveHostname } : {}),
     });
     this.metrics.attemptDuration.observe(result.latencyMs / 1000);
+    // The request itself has no client span (its trace context is withheld from the receiver):
+    // the attempt's span says what the receiver answered.
+    if (result.statusCode !== undefined) {
+      annotateActiveSpan({ 'http.response.status_code': result.statusCode });
+    }
     await this.finish(delivery, claimId, attemptNumber, {
       attemptedAt,
       deliveryId,

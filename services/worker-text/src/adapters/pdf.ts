@@ -12,13 +12,24 @@ function hasPdfSignature(bytes: Buffer): boolean {
   return bytes.subarray(0, SIGNATURE_WINDOW).includes(PDF_SIGNATURE);
 }
 
-/** Extracts the text of every page that has text, pages separated by a blank line. */
+/**
+ * Extracts the text of every page that has text, pages separated by a blank line. Its span
+ * tells the document's shape: bytes, pages, pages with text, length of the text.
+ */
 export function extractPdfText(filePath: string): Promise<string> {
-  return inSpan('pdf extract text', {}, () => extractText(filePath));
+  return inSpan('pdf extract text', {}, async (span) => {
+    const extracted = await extractText(filePath, (shape) => span.setAttributes(shape));
+    span.setAttribute('text.length_out', extracted.length);
+    return extracted;
+  });
 }
 
-async function extractText(filePath: string): Promise<string> {
+async function extractText(
+  filePath: string,
+  describe: (shape: Record<string, number>) => void,
+): Promise<string> {
   const bytes = await readFile(filePath);
+  describe({ 'pdf.bytes': bytes.length });
   const name = basename(filePath);
   if (!hasPdfSignature(bytes)) {
     throw new PdfTextExtractionError(`${name} is not a PDF file (no %PDF- header)`, 'not-a-pdf');
@@ -29,10 +40,10 @@ async function extractText(filePath: string): Promise<string> {
   try {
     // No page markers: pages are joined here, so the text carries no "-- 1 of 3 --" lines.
     const result = await parser.getText({ pageJoiner: '' });
-    return result.pages
-      .map((page) => page.text.trim())
-      .filter((text) => text !== '') // pages without text (e.g. scans) add nothing
-      .join('\n\n');
+    // Pages without text (e.g. scans) add nothing.
+    const pageTexts = result.pages.map((page) => page.text.trim()).filter((text) => text !== '');
+    describe({ 'pdf.pages': result.pages.length, 'pdf.pages_with_text': pageTexts.length });
+    return pageTexts.join('\n\n');
   } catch (error) {
     if (error instanceof Error && error.name === 'PasswordException') {
       throw new PdfTextExtractionError(`${name} is password-protected`, 'encrypted', {

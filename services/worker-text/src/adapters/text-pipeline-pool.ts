@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { inSpan } from '@tamp/kit';
+import { inSpan, recordFinishedSpan } from '@tamp/kit';
 import type { TextOperation } from '@tamp/proto';
 import { Piscina } from 'piscina';
 import type { TextPipelineResult } from '../domain/pipeline';
-import type { TextPipelineTask } from './text-pipeline-thread';
+import type { TextPipelineOutcome, TextPipelineTask } from './text-pipeline-thread';
 
 /** Runs the text pipeline off the caller's thread; rejects once `signal` aborts. */
 export type RunTextPipeline = (
@@ -58,7 +58,7 @@ export async function startTextPipelinePool(options: {
   if (!existsSync(THREAD_ENTRY)) {
     throw new Error(`The text pipeline thread entry ${fileURLToPath(THREAD_ENTRY)} is missing`);
   }
-  const piscina = new Piscina<TextPipelineTask, TextPipelineResult>({
+  const piscina = new Piscina<TextPipelineTask, TextPipelineOutcome>({
     filename: THREAD_ENTRY.href,
     execArgv: threadExecArgv(THREAD_ENTRY),
     minThreads: 1,
@@ -66,7 +66,8 @@ export async function startTextPipelinePool(options: {
     idleTimeout: IDLE_THREAD_TIMEOUT_MS,
   });
   try {
-    await piscina.run({ text: '', operations: [] });
+    const warmUp = await piscina.run({ text: '', operations: [] });
+    if (!('result' in warmUp)) throw warmUp.error;
   } catch (error) {
     await piscina.destroy();
     throw new Error('The text pipeline threads could not start', { cause: error });
@@ -74,20 +75,44 @@ export async function startTextPipelinePool(options: {
   return {
     // An abort while the task runs terminates its thread (piscina replaces it), so a timed-out
     // or handed-back job stops using a CPU at once.
-    // The steps run in a thread, synchronously, one after the other: one span covers them.
+    // An aborted task has no steps to show: its thread ended mid-step.
     run: (text, operations, signal) =>
       inSpan(
         'text pipeline',
         { attributes: { 'text.operations': operations.map((operation) => operation.type) } },
         async (span) => {
-          const result = await piscina.run({ text, operations }, { signal });
+          const outcome = await piscina.run({ text, operations }, { signal });
+          recordStepSpans(outcome);
+          if (!('result' in outcome)) throw outcome.error;
           span.setAttributes({
-            'text.tokens_in': result.tokensIn,
-            'text.tokens_out': result.tokensOut,
+            'text.tokens_in': outcome.result.tokensIn,
+            'text.tokens_out': outcome.result.tokensOut,
           });
-          return result;
+          return outcome.result;
         },
       ),
     close: () => piscina.destroy(),
   };
+}
+
+/**
+ * The steps a thread timed, as children of the active `text pipeline` span: the thread has no
+ * trace context, so the spans are made here, afterwards, with the times the steps really ran.
+ * The failed step, if any, carries the pipeline's error.
+ */
+function recordStepSpans(outcome: TextPipelineOutcome): void {
+  // The threads' readings of the process' monotonic clock, put on the wall clock the way the SDK
+  // times its own spans: `Date.now()` now, minus how long ago each reading was.
+  const nowNs = process.hrtime.bigint();
+  const nowMs = Date.now();
+  const epochMs = (monotonicNs: bigint) => nowMs - Number(nowNs - monotonicNs) / 1e6;
+  for (const step of outcome.steps) {
+    recordFinishedSpan({
+      name: step.name,
+      attributes: step.attributes,
+      startTime: epochMs(step.startedAt),
+      endTime: epochMs(step.endedAt),
+      ...(step.failed && 'error' in outcome ? { error: outcome.error } : {}),
+    });
+  }
 }
