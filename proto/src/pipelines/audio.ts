@@ -59,19 +59,19 @@ export const audioSpeedup = defineOperation({
   }),
 });
 
-export const AUDIO_FORMATS = ['opus', 'mp3'] as const;
-export type AudioFormat = (typeof AUDIO_FORMATS)[number];
-export const AUDIO_EXTENSIONS: Record<AudioFormat, string> = { opus: 'ogg', mp3: 'mp3' };
+/** Each output format and the extension its result is stored under. */
+export const AUDIO_EXTENSIONS = { opus: 'ogg', mp3: 'mp3' } as const;
+export type AudioFormat = keyof typeof AUDIO_EXTENSIONS;
 
-export const audioEncode = defineOperation({
-  type: 'encode',
+const audioEncode = {
   description: 'Encodes the output; always runs last. Default Opus in Ogg, 24 kbps, mono.',
-  params: z.strictObject({
-    format: z.enum(AUDIO_FORMATS).default('opus').describe('opus (.ogg) or mp3 (.mp3)'),
+  extensions: AUDIO_EXTENSIONS,
+  defaultFormat: 'opus',
+  params: {
     bitrate: z.number().int().min(12).max(128).default(24).describe('Bitrate in kbps'),
     channels: z.number().int().min(1).max(2).default(1).describe('1 (mono) or 2 (stereo)'),
-  }),
-});
+  },
+} as const;
 
 export type AudioOperation = z.output<typeof audioOperationSchema>;
 export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;
@@ -127,10 +127,10 @@ const audioPresets: PresetDefinition<AudioPresetName>[] = [
 
 export const audioPipeline = encodedPipeline({
   pipeline: 'audio',
-  operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup, audioEncode],
+  operations: [audioTrimSilence, audioNormalize, audioCompress, audioSpeedup],
+  encode: audioEncode,
   presets: audioPresets,
   presetNames: AUDIO_PRESET_NAMES,
-  extensions: AUDIO_EXTENSIONS,
 });
 export const audioOperationSchema = audioPipeline.operationSchema;
 

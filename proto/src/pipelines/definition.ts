@@ -37,6 +37,37 @@ export function defineOperation<Type extends string, Params extends z.ZodType>(
   return definition;
 }
 
+/** The encode that ends every audio or image chain, as its pipeline declares it. */
+export interface EncodeDeclaration<Extensions extends Record<string, string>, Shape> {
+  description: string;
+  /** Each output format and the file extension its result is stored under. */
+  extensions: Extensions;
+  defaultFormat: NoInfer<keyof Extensions & string>;
+  /** The codec's own parameters, after `format`. */
+  params: Shape;
+}
+
+/**
+ * The encode operation: its `format` is one of the keys of the extension table, so no output
+ * format exists without the file extension its result is stored under.
+ */
+function encodeOperation<
+  const Extensions extends Record<string, string>,
+  Shape extends z.ZodRawShape,
+>(definition: EncodeDeclaration<Extensions, Shape>) {
+  type Format = keyof Extensions & string;
+  const formats = Object.keys(definition.extensions) as [Format, ...Format[]];
+  const format = z
+    .enum(formats)
+    .default(definition.defaultFormat as never)
+    .describe(formats.map((name) => `${name} (.${definition.extensions[name]})`).join(', '));
+  return defineOperation({
+    type: 'encode',
+    description: definition.description,
+    params: z.strictObject({ format, ...definition.params }),
+  });
+}
+
 /** `{ type, params? }` where omitted params take their defaults. */
 export function operationSchema<Type extends string, Params extends z.ZodType>(
   definition: OperationDefinition<Type, Params>,
@@ -194,25 +225,30 @@ export interface EncodedPipelineDefinition<
 }
 
 /**
- * An audio or image pipeline, defined once: its operations (the validating union is derived
- * from them), its presets, and the spec's encode rule (placeEncodeLast, with the encode's
- * defaults when a chain has none). A chain's output is described by its encode: the encode's
- * params and the file extension of its format.
+ * An audio or image pipeline, defined once: its processing operations and the encode that ends
+ * every chain (the validating union is derived from them), its presets, and the spec's encode
+ * rule (placeEncodeLast, with the encode's defaults when a chain has none). A chain's output is
+ * described by its encode: the encode's params and the file extension of its format.
  */
 export function encodedPipeline<
   const Definitions extends readonly [AnyOperationDefinition, ...AnyOperationDefinition[]],
+  const Extensions extends Record<string, string>,
+  Shape extends z.ZodRawShape,
   PresetName extends string,
 >(definition: {
   pipeline: Pipeline;
+  /** The operations before the encode, in the order `/operations` lists them. */
   operations: Definitions;
+  encode: EncodeDeclaration<Extensions, Shape>;
   presets: ReadonlyArray<PresetDefinition<PresetName>>;
   presetNames: readonly [PresetName, ...PresetName[]];
-  /** The file extension of each encode format. */
-  extensions: Record<FormatOf<OperationOf<Definitions>>, string>;
 }) {
-  type Operation = OperationOf<Definitions>;
-  const { extensions, ...rest } = definition;
-  const { operationSchema } = pipelineOperations(...definition.operations);
+  type Operation = OperationOf<
+    readonly [...Definitions, ReturnType<typeof encodeOperation<Extensions, Shape>>]
+  >;
+  const { encode: declaration, ...rest } = definition;
+  const operations = [...definition.operations, encodeOperation(declaration)] as const;
+  const { operationSchema } = pipelineOperations(...operations);
   const defaultEncode = operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
   const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
     const encode = chain.at(-1);
@@ -223,13 +259,14 @@ export function encodedPipeline<
   };
   const pipeline: EncodedPipelineDefinition<Operation, PresetName> = {
     ...rest,
-    operationSchema,
+    operations,
+    operationSchema: operationSchema as unknown as z.ZodType<Operation, unknown>,
     defaultEncode,
     encodeOf,
-    finalizeChain: (operations) => placeEncodeLast(operations, defaultEncode as Operation),
+    finalizeChain: (chain) => placeEncodeLast(chain, defaultEncode as Operation),
     describeOutput: (chain) => {
-      const { params } = encodeOf(chain) as { params: { format: FormatOf<Operation> } };
-      return { ...params, extension: extensions[params.format] };
+      const { params } = encodeOf(chain) as { params: { format: keyof Extensions & string } };
+      return { ...params, extension: declaration.extensions[params.format] };
     },
   };
   return { ...pipeline, operationSchema };

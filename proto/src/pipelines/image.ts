@@ -25,20 +25,15 @@ export const imageResize = defineOperation({
     }),
 });
 
-export const IMAGE_FORMATS = ['webp', 'avif', 'jpeg', 'png'] as const;
-export type ImageFormat = (typeof IMAGE_FORMATS)[number];
-export const IMAGE_EXTENSIONS: Record<ImageFormat, string> = {
-  webp: 'webp',
-  avif: 'avif',
-  jpeg: 'jpg',
-  png: 'png',
-};
+/** Each output format and the extension its result is stored under. */
+export const IMAGE_EXTENSIONS = { webp: 'webp', avif: 'avif', jpeg: 'jpg', png: 'png' } as const;
+export type ImageFormat = keyof typeof IMAGE_EXTENSIONS;
 
-export const imageEncode = defineOperation({
-  type: 'encode',
+const imageEncode = {
   description: 'Encodes the output; always runs last. Default WebP, quality 80.',
-  params: z.strictObject({
-    format: z.enum(IMAGE_FORMATS).default('webp').describe('Output format'),
+  extensions: IMAGE_EXTENSIONS,
+  defaultFormat: 'webp',
+  params: {
     quality: z.number().int().min(1).max(100).default(80).describe('Visual quality, 1 to 100'),
     effort: z
       .number()
@@ -47,8 +42,8 @@ export const imageEncode = defineOperation({
       .max(9)
       .default(4)
       .describe('CPU effort, 0 (fast) to 9 (smallest)'),
-  }),
-});
+  },
+} as const;
 
 export type ImageOperation = z.output<typeof imageOperationSchema>;
 export type ImageResizeOperation = Extract<ImageOperation, { type: 'resize' }>;
@@ -88,9 +83,9 @@ const imagePresets: PresetDefinition<ImagePresetName>[] = [
 
 export const imagePipeline = encodedPipeline({
   pipeline: 'image',
-  operations: [imageResize, imageEncode],
+  operations: [imageResize],
+  encode: imageEncode,
   presets: imagePresets,
   presetNames: IMAGE_PRESET_NAMES,
-  extensions: IMAGE_EXTENSIONS,
 });
 export const imageOperationSchema = imagePipeline.operationSchema;
