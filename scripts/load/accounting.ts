@@ -16,6 +16,12 @@ export interface Accounting {
   unfinished: number;
   /** Accepted by the API but absent from the job list: lost. */
   lost: number;
+  /**
+   * In the job list, but no answer the client got named it: created behind a 503 or a lost
+   * answer (docs/decisions.md, the known gap next to "A 503 means nothing was created").
+   * Reported, not yet a violation.
+   */
+  unanswered: number;
   /** Jobs with other than one terminal event (none, or two). */
   eventMismatches: number;
   /** Jobs with other than one applied reservation. */
@@ -80,6 +86,7 @@ export async function auditBooks(
     failed: failed.length,
     unfinished: jobs.length - completed.length - failed.length,
     lost: [...accepted].filter((id) => !byId.has(id)).length,
+    unanswered: jobs.filter((job) => !accepted.has(job.id)).length,
     eventMismatches: jobs.filter((job) => {
       const seen = events.get(job.id) ?? { completed: 0, failed: 0 };
       return job.status === 'completed'
