@@ -37,6 +37,7 @@ describe('job outcome metrics', () => {
   it('label a job by its preset, `custom` for an explicit chain', () => {
     expect(presetLabel('podcast')).toBe('podcast');
     expect(presetLabel(null)).toBe('custom');
+    expect(presetLabel(undefined)).toBe('unrecorded');
   });
 
   it('count a settled job and observe its duration with the same pipeline, preset and status', async () => {

@@ -68,12 +68,14 @@ export function httpMetrics(registry: Registry) {
 export type HttpMetrics = ReturnType<typeof httpMetrics>;
 
 /**
- * The `preset` label of every job metric: the preset the job's chain was expanded from, or
- * `custom` for an explicit operations chain (null). Its values are the pipelines' preset names
- * and `custom` (and the job service's `unrecorded`, docs/decisions.md#what-a-job-holds), so it
+ * The `preset` label of every job metric: the preset the job's chain was expanded from, `custom`
+ * for an explicit operations chain (null), and `unrecorded` (undefined) for a job stored before
+ * jobs kept their preset, which may have run either, so calling it `custom` would be wrong
+ * (docs/decisions.md#what-a-job-holds). Its values are the preset names and those two, so it
  * never grows with the traffic.
  */
-export function presetLabel(preset: PresetName | null): string {
+export function presetLabel(preset: PresetName | null | undefined): string {
+  if (preset === undefined) return 'unrecorded';
   return preset ?? 'custom';
 }
 

@@ -46,7 +46,7 @@ export class Settlement {
         // Counted with the event, which is published once per job (its outbox flag).
         this.metrics?.record({
           pipeline: job.pipeline,
-          preset: jobPresetLabel(job),
+          preset: presetLabel(job.preset),
           status: job.status,
           inline: job.inline,
           createdAt: job.createdAt,
@@ -61,14 +61,4 @@ export class Settlement {
     }
     messaging.notify({ jobId: job._id, status: job.status });
   }
-}
-
-/**
- * The `preset` label of a settled job: presetLabel of its preset. A job stored before jobs
- * recorded their preset may have run a preset or an explicit chain, so calling it `custom` would
- * be wrong: it is `unrecorded`, one more value, seen only for jobs in flight across that upgrade
- * (docs/decisions.md#what-a-job-holds).
- */
-function jobPresetLabel(job: Pick<JobDocument, 'preset'>): string {
-  return job.preset === undefined ? 'unrecorded' : presetLabel(job.preset);
 }
