@@ -27,6 +27,8 @@ const toolsFile = z.object({
       version: z.string(),
       package: z.string(),
       files: z.record(z.string(), z.string()).optional(),
+      /** Unified diffs (paths in the repository) applied to the module's source before building. */
+      patches: z.array(z.string()).optional(),
     }),
   ),
   goWrapped: z.record(
@@ -179,7 +181,8 @@ async function buildWithGo(
  * version file written before it is built.
  */
 async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log): Promise<void> {
-  const stamp = `${tool.module}@${tool.version}`;
+  const moduleVersion = `${tool.module}@${tool.version}`;
+  const stamp = `${moduleVersion}${await patchesStamp(tool.patches)}`;
   const stampFile = `${toolPath(name)}.version`;
   if (
     existsSync(toolPath(name)) &&
@@ -189,7 +192,7 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
     return;
   }
   await buildWithGo(name, tool.version, '-buildvcs=false', log, async (env) => {
-    const { stdout } = await execFile('go', ['mod', 'download', '-json', stamp], {
+    const { stdout } = await execFile('go', ['mod', 'download', '-json', moduleVersion], {
       env,
       cwd: TOOLS_DIR,
     });
@@ -204,6 +207,11 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
     for (const [file, content] of Object.entries(tool.files ?? {})) {
       await writeFile(join(sourceDir, file), content);
     }
+    for (const patch of tool.patches ?? []) {
+      await run(['git', 'apply', '-p1', join(PROJECT_ROOT, patch)], {
+        cwd: sourceDir,
+      });
+    }
     try {
       await run(['go', 'build', '-trimpath', '-o', builtBinary, tool.package], {
         env,
@@ -217,6 +225,14 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
       await rm(builtBinary, { force: true });
     }
   });
+}
+
+/** Part of a built tool's stamp: a changed patch rebuilds the tool. */
+async function patchesStamp(patches: readonly string[] | undefined): Promise<string> {
+  if (patches === undefined || patches.length === 0) return '';
+  const hash = createHash('sha256');
+  for (const patch of patches) hash.update(await readFile(join(PROJECT_ROOT, patch)));
+  return ` patched ${hash.digest('hex').slice(0, 16)}`;
 }
 
 type WrappedGroup = ToolsFile['goWrapped'][string];
