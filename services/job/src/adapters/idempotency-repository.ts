@@ -1,5 +1,7 @@
 import { KeyedRepository } from '@tamp/kit';
+import { LIMITS } from '@tamp/proto';
 import type { Db } from 'mongodb';
+import { expiryHourOf } from '../domain/expiry-hours';
 import { IDEMPOTENCY_COLLECTION } from './job-repository';
 
 /** A claimed `Idempotency-Key`: `_id` is `<accountId>:<key>`, so keys are scoped per account. */
@@ -9,6 +11,8 @@ export interface IdempotencyClaim {
   /** SHA-256 of the endpoint and canonical body, computed by the gateway. */
   requestHash: string;
   createdAt: Date;
+  /** The hour bucket in which the key expires (domain/expiry-hours.ts); absent on older claims. */
+  expiryHour?: string;
 }
 
 export function claimIdOf(accountId: string, key: string): string {
@@ -25,8 +29,11 @@ export class IdempotencyRepository extends KeyedRepository<IdempotencyClaim> {
   }
 
   /** True when this call made the claim; false when the key was claimed already. */
-  async claim(claim: IdempotencyClaim): Promise<boolean> {
-    return this.insertIfAbsent(claim);
+  async claim(claim: Omit<IdempotencyClaim, 'expiryHour'>): Promise<boolean> {
+    return this.insertIfAbsent({
+      ...claim,
+      expiryHour: expiryHourOf(claim.createdAt, LIMITS.idempotencyKeyTtlMs),
+    });
   }
 
   /** Frees a key whose job was never created, so the client can retry with it. */
@@ -34,8 +41,12 @@ export class IdempotencyRepository extends KeyedRepository<IdempotencyClaim> {
     await this.collection.deleteOne({ _id: claimId, jobId });
   }
 
-  async deleteOlderThan(createdBefore: Date): Promise<number> {
-    const outcome = await this.collection.deleteMany({ createdAt: { $lt: createdBefore } });
+  /** Deletes the claims of one expiry hour made before `createdBefore`. */
+  async deleteExpired(expiryHour: string, createdBefore: Date): Promise<number> {
+    const outcome = await this.collection.deleteMany({
+      expiryHour,
+      createdAt: { $lt: createdBefore },
+    });
     return outcome.deletedCount;
   }
 }

@@ -11,11 +11,15 @@ export const ADMISSIONS_COLLECTION = 'admissions';
 export const JOB_INDEXES: readonly IndexSpecification[] = [
   // Lists: one account's jobs, newest first (ULID ids sort by creation time).
   { collection: JOBS_COLLECTION, name: 'account_id', keys: { accountId: 1, _id: -1 } },
-  // Reconciler: stale `created` jobs and terminal jobs with unfinished side effects.
+  // Reconciler: `created` jobs whose publish is unconfirmed, terminal jobs whose event or refund
+  // is. Each query leads with an equality, the only filter FerretDB serves from an index; the
+  // matching documents are the jobs in flight, not the jobs stored.
   { collection: JOBS_COLLECTION, name: 'status_updated', keys: { status: 1, updatedAt: 1 } },
-  // Retention sweeper.
-  { collection: JOBS_COLLECTION, name: 'status_completed', keys: { status: 1, completedAt: 1 } },
-  { collection: IDEMPOTENCY_COLLECTION, name: 'created_at', keys: { createdAt: 1 } },
+  { collection: JOBS_COLLECTION, name: 'event_pending', keys: { eventPublished: 1 } },
+  { collection: JOBS_COLLECTION, name: 'refund_pending', keys: { refundPending: 1 } },
+  // Retention sweeper: one hour bucket at a time (domain/expiry-hours.ts).
+  { collection: JOBS_COLLECTION, name: 'result_expiry', keys: { resultExpiryHour: 1 } },
+  { collection: IDEMPOTENCY_COLLECTION, name: 'expiry', keys: { expiryHour: 1 } },
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
 
@@ -106,25 +110,37 @@ export class JobRepository extends KeyedRepository<JobDocument> {
       .toArray();
   }
 
-  /** Terminal jobs whose refund or event is not confirmed yet. */
+  /**
+   * Terminal jobs whose refund or event is not confirmed yet. Two queries, one per outbox flag,
+   * rather than one `$or`: FerretDB serves only top-level equalities from an index.
+   */
   async unsettled(updatedBefore: Date, limit: number): Promise<JobDocument[]> {
-    return this.collection
-      .find({
-        status: { $in: ['completed', 'failed'] },
-        $or: [{ eventPublished: false }, { refundPending: true }],
-        updatedAt: { $lt: updatedBefore },
-      })
-      .limit(limit)
-      .toArray();
+    const terminal = {
+      status: { $in: ['completed', 'failed'] },
+      updatedAt: { $lt: updatedBefore },
+    } satisfies Filter<JobDocument>;
+    const unsettled = new Map<string, JobDocument>();
+    for (const flag of [{ eventPublished: false }, { refundPending: true }]) {
+      const found = await this.collection
+        .find({ ...flag, ...terminal })
+        .limit(limit)
+        .toArray();
+      for (const job of found) unsettled.set(job._id, job);
+    }
+    return [...unsettled.values()].slice(0, limit);
   }
 
-  /** Completed jobs past retention whose output is still kept. */
-  async pastRetention(completedBefore: Date, limit: number): Promise<JobDocument[]> {
+  /** Completed jobs of one expiry hour past retention whose output is still kept. */
+  async pastRetention(
+    expiryHour: string,
+    completedBefore: Date,
+    limit: number,
+  ): Promise<JobDocument[]> {
     return this.collection
       .find({
-        status: 'completed',
-        completedAt: { $lt: completedBefore },
+        resultExpiryHour: expiryHour,
         'result.expired': false,
+        completedAt: { $lt: completedBefore },
       })
       .limit(limit)
       .toArray();

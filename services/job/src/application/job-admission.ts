@@ -14,7 +14,7 @@ import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
 import { imageInputFitsInline, type Route } from '../domain/inline';
-import { inputBytesOf, type JobDocument } from '../domain/job';
+import { inputBytesOf, type JobDocument, resultExpiryHourOf } from '../domain/job';
 import { normalizeMetrics } from '../domain/metrics';
 import { newJob } from '../domain/new-job';
 import { publicJobOf } from '../domain/representation';
@@ -179,6 +179,7 @@ export class JobAdmission {
             inline: true,
             attempts: 1,
             completedAt: now,
+            resultExpiryHour: resultExpiryHourOf(now),
             updatedAt: now,
           }
         : {

@@ -8,7 +8,7 @@ import {
 } from '@tamp/proto';
 import type { JobRepository } from '../adapters/job-repository';
 import { jobWorkOf } from '../domain/events';
-import type { JobDocument } from '../domain/job';
+import { type JobDocument, resultExpiryHourOf } from '../domain/job';
 import { normalizeMetrics } from '../domain/metrics';
 import { decideBegin, decideFailure, mayComplete } from '../domain/transitions';
 import type { Settlement } from './settlement';
@@ -132,6 +132,7 @@ export class JobAttempts {
         error: null,
         retryAt: null,
         completedAt: now,
+        resultExpiryHour: resultExpiryHourOf(now),
         eventPublished: false,
       };
       if (

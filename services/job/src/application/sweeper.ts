@@ -5,6 +5,7 @@ import type { IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
+import { ExpiryWalk } from '../domain/expiry-hours';
 import type { JobSettings } from './job-settings';
 import type { Settlement } from './settlement';
 
@@ -19,6 +20,14 @@ export interface SweepReport {
 
 const BATCH = 100;
 
+/** What a fresh process looks back over once: anything that expired while no sweeper ran. */
+const EXPIRY_LOOKBACK_MS = LIMITS.resultRetentionMs;
+
+/** What expiring one hour bucket did: how many expired, and whether nothing is left in it. */
+interface BucketOutcome {
+  expired: number;
+  finished: boolean;
+}
 export interface SweeperCollaborators {
   jobs: JobRepository;
   claims: IdempotencyRepository;
@@ -37,12 +46,15 @@ export interface SweeperCollaborators {
  * - retention: 7 days after completion the output object is deleted and the job marked
  *   `result.expired` (metrics stay);
  * - idempotency keys older than 24 hours are deleted;
+ *   (both walk hour buckets, so a pass reads what expires now, not every stored job);
  * - `created` jobs whose publish was never confirmed are republished (JOBS dedups on the id);
  * - terminal jobs with an unconfirmed refund or event are settled again.
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
+  private readonly resultExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS);
+  private readonly keyExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS);
 
   constructor(private readonly collaborators: SweeperCollaborators) {}
 
@@ -82,10 +94,14 @@ export class Sweeper {
       settled: 0,
       admissionsClosed: 0,
     };
-    report.expiredResults = await this.expireResults(now);
-    report.expiredKeys = await this.collaborators.claims.deleteOlderThan(
-      new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs),
+    report.expiredResults = await expireByHour(this.resultExpiry, now, (bucket) =>
+      this.expireResults(bucket, now),
     );
+    const keysCreatedBefore = new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs);
+    report.expiredKeys = await expireByHour(this.keyExpiry, now, async (bucket) => ({
+      expired: await this.collaborators.claims.deleteExpired(bucket, keysCreatedBefore),
+      finished: true,
+    }));
     const staleBefore = new Date(now.getTime() - this.collaborators.settings.reconcileAfterMs);
     report.republished = await this.republish(staleBefore);
     report.settled = await this.settle(staleBefore);
@@ -126,9 +142,10 @@ export class Sweeper {
     return closed;
   }
 
-  private async expireResults(now: Date): Promise<number> {
+  private async expireResults(bucket: string, now: Date): Promise<BucketOutcome> {
     const { jobs, store, logger } = this.collaborators;
-    const due = await jobs.pastRetention(new Date(now.getTime() - LIMITS.resultRetentionMs), BATCH);
+    const completedBefore = new Date(now.getTime() - LIMITS.resultRetentionMs);
+    const due = await jobs.pastRetention(bucket, completedBefore, BATCH);
     let expired = 0;
     for (const job of due) {
       const key = job.result?.outputKey ?? null;
@@ -140,7 +157,7 @@ export class Sweeper {
         logger.warn({ err: error, jobId: job._id }, 'result not expired; next pass retries');
       }
     }
-    return expired;
+    return { expired, finished: due.length < BATCH && expired === due.length };
   }
 
   private async republish(createdBefore: Date): Promise<number> {
@@ -163,4 +180,23 @@ export class Sweeper {
     for (const job of unsettled) await this.collaborators.settlement.settle(job);
     return unsettled.length;
   }
+}
+
+/** Expires every bucket `walk` says is due, oldest first, and moves the walk past finished ones. */
+async function expireByHour(
+  walk: ExpiryWalk,
+  now: Date,
+  expireBucket: (bucket: string) => Promise<BucketOutcome>,
+): Promise<number> {
+  const due = walk.due(now);
+  let expired = 0;
+  let firstUnfinished: string | undefined;
+  for (const bucket of due) {
+    const outcome = await expireBucket(bucket);
+    expired += outcome.expired;
+    if (!outcome.finished) firstUnfinished ??= bucket;
+  }
+  // All finished: the walk may move up to the current hour (finishedBefore keeps the margin).
+  walk.finishedBefore(firstUnfinished ?? due.at(-1)!, now);
+  return expired;
 }

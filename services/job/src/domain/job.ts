@@ -6,7 +6,8 @@ import type {
   PresetName,
   UsageDimensions,
 } from '@tamp/proto';
-import { TERMINAL_STATUSES } from '@tamp/proto';
+import { LIMITS, TERMINAL_STATUSES } from '@tamp/proto';
+import { expiryHourOf } from './expiry-hours';
 
 /** What a finished job keeps of its output. `expired` turns true when retention removes it. */
 export interface StoredResult {
@@ -55,6 +56,12 @@ export interface JobDocument {
   /** When a `pending` job's retry is due (the worker naks with that delay). */
   retryAt: Date | null;
   result: StoredResult | null;
+  /**
+   * The hour bucket in which a completed job's result reaches the end of its retention (see
+   * expiry-hours.ts); the retention sweeper finds jobs by it. Absent until the job completes, and
+   * on documents stored before jobs recorded it.
+   */
+  resultExpiryHour?: string;
   error: string | null;
   usage: UsageDimensions | null;
   /** Outbox: the work message reached JOBS (queued jobs). */
@@ -63,6 +70,11 @@ export interface JobDocument {
   eventPublished: boolean;
   /** Outbox: a failed job whose refund has not been confirmed by billing yet. */
   refundPending: boolean;
+}
+
+/** The hour bucket in which the result of a job completed at `completedAt` expires. */
+export function resultExpiryHourOf(completedAt: Date): string {
+  return expiryHourOf(completedAt, LIMITS.resultRetentionMs);
 }
 
 export function isTerminal(status: JobStatus): boolean {
