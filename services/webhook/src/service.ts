@@ -22,6 +22,9 @@ import { DeliveryScheduler } from './application/delivery-scheduler';
 import { WebhookMetrics } from './application/webhook-metrics';
 import type { TargetPolicy } from './domain/target-policy';
 
+/** Retries and expired leases are found by polling; new sequences wake the scheduler. */
+const DEFAULT_POLL_INTERVAL_MS = 1_000;
+
 export interface WebhookServiceOptions {
   nats: NatsConnection;
   topology: Topology;
@@ -38,7 +41,7 @@ export interface WebhookServiceOptions {
   clock?: () => number;
   /** Jitter source for `nextRetryDelay`. */
   random?: () => number;
-  /** How often Mongo is polled for due sequences; default 250 ms. */
+  /** How often Mongo is polled for retries and expired leases; default 1 s (new sequences wake it). */
   pollIntervalMs?: number;
   /** How long a claimed attempt may take before another instance takes it over. */
   leaseMs?: number;
@@ -94,7 +97,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     store,
     attempt,
     {
-      pollIntervalMs: options.pollIntervalMs ?? 250,
+      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
       leaseMs: options.leaseMs ?? timeoutMs + 30_000,
       maxConcurrentAttempts: options.maxConcurrentAttempts ?? 16,
     },
@@ -105,7 +108,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   const events = await consumeJobEvents({
     nats,
     topology,
-    intake: new DeliveryIntake(store, accounts, now, logger),
+    intake: new DeliveryIntake(store, accounts, now, logger, () => scheduler.wake()),
     retryDelayMs: unavailableRetryMs,
     logger,
   });

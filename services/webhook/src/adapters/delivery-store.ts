@@ -224,11 +224,16 @@ export class DeliveryStore {
     return reset;
   }
 
-  /** Sequences waiting for a retry (at least one attempt made, not finished). */
+  /**
+   * Sequences waiting for a retry (at least one attempt made, not finished). One count per
+   * status rather than one `$in`: FerretDB serves only top-level equalities from an index, and
+   * this runs on every metrics scrape.
+   */
   async countPendingRetries(): Promise<number> {
-    return this.deliveries.countDocuments({
-      status: { $in: ['scheduled', 'delivering'] },
-      attempts: { $gt: 0 },
-    });
+    let pending = 0;
+    for (const status of ['scheduled', 'delivering'] as const) {
+      pending += await this.deliveries.countDocuments({ status, attempts: { $gt: 0 } });
+    }
+    return pending;
   }
 }

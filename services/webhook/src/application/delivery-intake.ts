@@ -11,6 +11,8 @@ export class DeliveryIntake {
     private readonly accounts: BillingAccounts,
     private readonly now: () => Date,
     private readonly logger: Logger,
+    /** Called when a new sequence is due now, so its first attempt need not wait for a poll. */
+    private readonly onScheduled: () => void = () => undefined,
   ) {}
 
   /** `ack`: done (scheduled, duplicate, or nothing to do). `retry`: billing is down; later. */
@@ -18,9 +20,9 @@ export class DeliveryIntake {
     const log = this.logger.child({ jobId: event.jobId, event: event.event });
     // Inline jobs never emit webhooks: their result was in the response (docs/decisions.md#webhooks).
     if (event.inline) return 'ack';
-    const id = deliveryKey(event.jobId, event.event);
-    // A redelivered event whose sequence exists needs no account lookup.
-    if ((await this.store.get(id)) !== null) return 'ack';
+    // The target is resolved before anything is read from this service's own collections, so a
+    // job without a webhook costs no database operation here; a redelivered event whose sequence
+    // exists is recognised by the insert below (a duplicate key).
     let target = event.webhookUrl;
     let targetSource: 'job' | 'account' = 'job';
     if (target === null || target === '') {
@@ -41,7 +43,7 @@ export class DeliveryIntake {
     if (target === null || target === '') return 'ack';
     const createdAt = this.now();
     const inserted = await this.store.schedule({
-      _id: id,
+      _id: deliveryKey(event.jobId, event.event),
       jobId: event.jobId,
       accountId: event.accountId,
       event: event.event,
@@ -54,6 +56,7 @@ export class DeliveryIntake {
       createdAt,
     });
     log.info({ target, targetSource, duplicate: !inserted }, 'webhook delivery scheduled');
+    if (inserted) this.onScheduled();
     return 'ack';
   }
 }

@@ -4,7 +4,11 @@ import type { DeliveryStore } from '../adapters/delivery-store';
 import type { DeliveryAttempt } from './delivery-attempt';
 
 export interface SchedulerSettings {
-  /** How often MongoDB is polled for due sequences. */
+  /**
+   * How often MongoDB is polled for due sequences: retries and leases that expired. A new
+   * sequence does not wait for it (the intake wakes the scheduler), so this bounds only how late
+   * a retry starts, and what an idle service spends.
+   */
   pollIntervalMs: number;
   /** How long a claimed attempt may take before another instance takes it over. */
   leaseMs: number;
@@ -20,6 +24,7 @@ export interface SchedulerSettings {
 export class DeliveryScheduler {
   private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
+  private wakeRequested = false;
   private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -33,12 +38,30 @@ export class DeliveryScheduler {
 
   start(): void {
     if (this.stopped) return;
+    this.wakeRequested = false;
     this.ticking = this.tick()
       .catch((error: unknown) => this.logger.error({ err: error }, 'webhook scheduler tick failed'))
       .finally(() => {
-        if (!this.stopped)
-          this.timer = setTimeout(() => this.start(), this.settings.pollIntervalMs);
+        if (this.stopped) return;
+        // A wake during the tick may have come after its last query: poll again at once.
+        const delay = this.wakeRequested ? 0 : this.settings.pollIntervalMs;
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.start();
+        }, delay);
       });
+  }
+
+  /** Polls now rather than at the next interval (a sequence was just scheduled). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.timer === undefined) {
+      this.wakeRequested = true; // a tick is running (or none started yet)
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.start();
   }
 
   /** Claims nothing more and waits for the attempts in flight. */
