@@ -85,6 +85,7 @@ export class JobHarness {
       url: infrastructure.mongoUrl,
       database: infrastructure.database,
       appName: 'job-test',
+      monitorCommands: true,
     }));
     await provisionIndexes(this.db, JOB_INDEXES);
     this.store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });

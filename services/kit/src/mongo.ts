@@ -91,9 +91,15 @@ export async function connectMongo(options: {
   url: string;
   database: string;
   appName: string;
+  /** Emit the driver's command events (tests record the queries a service sends). */
+  monitorCommands?: boolean;
 }): Promise<{ client: MongoClient; db: Db; serialized: boolean }> {
   const MongoClient = await loadMongoClient();
-  const clientOptions = { appName: options.appName, ...MONGO_TIMEOUTS };
+  const clientOptions = {
+    appName: options.appName,
+    monitorCommands: options.monitorCommands ?? false,
+    ...MONGO_TIMEOUTS,
+  };
   let client = await new MongoClient(options.url, clientOptions).connect();
   const serialized = await isFerretDb(client);
   if (serialized) {

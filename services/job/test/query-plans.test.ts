@@ -1,0 +1,131 @@
+import { jobEndpoints, MB, newId } from '@tamp/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queriesThatScan, recordQueries } from '../../../test/support/query-plans';
+import { JOBS_COLLECTION } from '../src/adapters/job-repository';
+import type { JobDocument } from '../src/domain/job';
+import { audioRequest, JobHarness, newAccount, textRequest } from './harness';
+
+/**
+ * Every query the job service sends on a request, a job transition or a sweep is served by an
+ * index, on a store that holds many other jobs: the cost of a job must not grow with the jobs
+ * stored (ARCHITECTURE "Data"). Checked with the server's own plans (PostgreSQL's under
+ * FerretDB), for the queries the service really sent, recorded from the driver.
+ */
+const harness = new JobHarness();
+const accountId = newAccount();
+const STORED_JOBS = 4_000;
+const DAY = 24 * 60 * 60 * 1000;
+
+beforeAll(async () => {
+  await harness.start();
+  await seedJobs();
+});
+afterAll(() => harness.stop());
+
+/** Completed jobs of other accounts, in every state the reconciler and sweepers look for. */
+async function seedJobs(): Promise<void> {
+  const now = Date.now();
+  const documents = Array.from({ length: STORED_JOBS }, (_, index): JobDocument => {
+    const completedAt = new Date(now - (index % 6) * DAY);
+    return {
+      _id: newId('job'),
+      accountId: `acct_seed${index % 50}`,
+      pipeline: 'text',
+      status: 'completed',
+      operations: [],
+      preset: 'medium',
+      input: { kind: 'text', text: 'stored' },
+      filename: null,
+      webhookUrl: null,
+      inline: true,
+      attempts: 1,
+      lastError: null,
+      createdAt: completedAt,
+      updatedAt: completedAt,
+      completedAt,
+      retryAt: null,
+      result: {
+        outputKey: null,
+        outputText: 'stored',
+        metrics: {
+          inputSize: 6,
+          outputSize: 6,
+          compressionRatio: 1,
+          operationsApplied: ['trim'],
+          processingMs: 1,
+        },
+        expired: false,
+      },
+      resultExpiryHour: new Date(completedAt.getTime() + 7 * DAY).toISOString().slice(0, 13),
+      error: null,
+      usage: { inputBytes: 6 },
+      workPublished: true,
+      eventPublished: true,
+      refundPending: false,
+    };
+  });
+  const jobs = harness.db.collection<JobDocument>(JOBS_COLLECTION);
+  for (let start = 0; start < documents.length; start += 1_000) {
+    await jobs.insertMany(documents.slice(start, start + 1_000));
+  }
+}
+
+describe('query plans', () => {
+  it('serves every query of creation, transitions, reads and sweeps from an index', async () => {
+    const recording = recordQueries(harness.mongo);
+    try {
+      const inlineWorker = harness.serveInline('text', async () => ({
+        status: 'completed',
+        outputKey: null,
+        outputText: 'x',
+        metrics: {
+          inputSize: 5,
+          outputSize: 1,
+          compressionRatio: 5,
+          operationsApplied: ['trim'],
+          processingMs: 1,
+        },
+        usage: { inputBytes: 5 },
+      }));
+      const inline = await harness.createJob(textRequest(accountId, 'hello'));
+      inlineWorker.unsubscribe();
+      expect(inline.httpStatus).toBe(200);
+
+      const uploadId = harness.addUpload(accountId, 'voice.mp3', 1 * MB, 'audio/mpeg');
+      const queued = await harness.createJob(
+        audioRequest(accountId, uploadId, { idempotencyKey: 'plans' }),
+      );
+      const jobId = queued.job.id;
+      await harness.rpc.call(jobEndpoints.beginAttempt, {
+        jobId,
+        attempt: 1,
+        worker: 'worker-audio-test',
+      });
+      await harness.rpc.call(jobEndpoints.completeJob, {
+        jobId,
+        attempt: 1,
+        outputKey: null,
+        outputText: null,
+        metrics: {
+          inputSize: 1000,
+          outputSize: 300,
+          compressionRatio: 1,
+          operationsApplied: ['encode'],
+          processingMs: 40,
+        },
+        usage: { inputBytes: 1000, audioSeconds: 3 },
+      });
+      await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
+      await harness.service.sweep(new Date());
+      await harness.service.sweep(new Date(Date.now() + 8 * DAY));
+    } finally {
+      recording.stop();
+    }
+    const commands = new Set(recording.queries.map((query) => query.command));
+    expect(commands).toEqual(new Set(['find', 'update', 'delete']));
+    expect(await queriesThatScan(harness.db, recording.queries)).toEqual([
+      // The admissions collection holds only creations in progress: a few documents at most.
+      'find admissions {"deadline":{"$lt":"date"}}',
+    ]);
+  });
+});
