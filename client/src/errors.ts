@@ -56,6 +56,7 @@ export class PayloadTooLargeError extends TampApiError<'PAYLOAD_TOO_LARGE'> {}
 export class UriTooLongError extends TampApiError<'URI_TOO_LONG'> {}
 export class HeadersTooLargeError extends TampApiError<'HEADERS_TOO_LARGE'> {}
 export class RequestTimeoutError extends TampApiError<'REQUEST_TIMEOUT'> {}
+export class ExpectationFailedError extends TampApiError<'EXPECTATION_FAILED'> {}
 export class NotFoundError extends TampApiError<'NOT_FOUND'> {}
 export class MethodNotAllowedError extends TampApiError<'METHOD_NOT_ALLOWED'> {}
 export class InternalError extends TampApiError<'INTERNAL'> {}
@@ -84,6 +85,7 @@ const API_ERROR_CLASSES: {
   URI_TOO_LONG: UriTooLongError,
   HEADERS_TOO_LARGE: HeadersTooLargeError,
   REQUEST_TIMEOUT: RequestTimeoutError,
+  EXPECTATION_FAILED: ExpectationFailedError,
   NOT_FOUND: NotFoundError,
   METHOD_NOT_ALLOWED: MethodNotAllowedError,
   INTERNAL: InternalError,

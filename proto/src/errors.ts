@@ -26,6 +26,8 @@ export const ERROR_CODES = {
   HEADERS_TOO_LARGE: 431,
   /** The request did not arrive completely in time. */
   REQUEST_TIMEOUT: 408,
+  /** An `Expect` header asks for something other than 100-continue. */
+  EXPECTATION_FAILED: 417,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   INTERNAL: 500,
@@ -50,11 +52,13 @@ export const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   IDEMPOTENCY_KEY_REUSED: 'The Idempotency-Key was used with another endpoint or body',
   IDEMPOTENCY_KEY_IN_USE:
     'A creation with this Idempotency-Key is still being settled; retry the same request after Retry-After',
-  RATE_LIMITED: 'Over the account request rate; Retry-After says when to retry',
+  RATE_LIMITED:
+    'Over the account request rate, or too many connections from one address; Retry-After says when to retry',
   PAYLOAD_TOO_LARGE: "The request body is over the endpoint's limit",
   URI_TOO_LONG: 'The request path is longer than the server reads',
   HEADERS_TOO_LARGE: 'The request line and headers exceed 16 KB',
   REQUEST_TIMEOUT: 'The request did not arrive completely in time',
+  EXPECTATION_FAILED: 'The Expect header asks for something other than 100-continue',
   NOT_FOUND: 'No such route',
   METHOD_NOT_ALLOWED: 'The path exists under other methods (listed in Allow)',
   INTERNAL: 'Unexpected; quote X-Request-Id',

@@ -7,6 +7,8 @@ export * from './pipelines/index';
 export * from './requests';
 export * from './secrets';
 export * from './services';
+export * from './storable-strings';
 export * from './storage';
 export * from './topology';
 export * from './uploads';
+export * from './webhook-targets';

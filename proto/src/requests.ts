@@ -4,6 +4,7 @@ import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
 import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
 import { TEXT_PRESET_NAMES, textOperationSchema } from './pipelines/text';
 import { httpUrl } from './services';
+import { storableString } from './storable-strings';
 import { UPLOAD_FILENAME_PATTERN } from './uploads';
 
 /**
@@ -30,16 +31,21 @@ export function countCharacters(text: string): number {
 
 /** Body of POST /v1/upload. */
 export const uploadRequestBody = z.strictObject({
-  filename: z
-    .string()
+  filename: storableString()
     .min(LIMITS.filenameLength.min)
     .max(LIMITS.filenameLength.max)
     .describe(
       'Extension decides the content type: .mp3 .wav .pdf .txt .jpg .jpeg .png .webp ' +
-        '(any case); another extension, or none, is 422 INVALID_FORMAT',
+        '(any case); another extension, or none, is 422 INVALID_FORMAT. U+0000 is refused (400)',
     )
     .meta({ pattern: UPLOAD_FILENAME_PATTERN }),
-  size: z.number().int().min(1).describe('Declared size in bytes; checked against the plan limit'),
+  size: z
+    .number()
+    .int()
+    .min(1)
+    .describe(
+      'Declared size in bytes; checked against the plan limit, and the PUT to uploadUrl must send exactly this many',
+    ),
 });
 export type UploadRequestBody = z.input<typeof uploadRequestBody>;
 
@@ -123,8 +129,7 @@ export const imageJobBody = exactlyOneOfEach(
 /** Body of POST /v1/text. */
 export const textJobBody = exactlyOneOfEach(
   z.strictObject({
-    text: z
-      .string()
+    text: storableString()
       .refine((text) => countCharacters(text) <= LIMITS.inlineTextCharacters, {
         message: `text is limited to ${LIMITS.inlineTextCharacters} characters`,
       })
@@ -156,8 +161,7 @@ export const UPLOAD_FIELD_BY_PIPELINE = {
   text: 'fileId',
 } as const satisfies Record<Pipeline, string>;
 
-export const idempotencyKey = z
-  .string()
+export const idempotencyKey = storableString()
   .min(LIMITS.idempotencyKeyLength.min)
   .max(LIMITS.idempotencyKeyLength.max);
 
@@ -167,32 +171,34 @@ export const idempotencyHeaders = z.looseObject({
     .optional(),
 });
 
+const DECIMAL_DIGITS = /^[0-9]+$/;
+
 /**
- * A number in a query string. `z.coerce.number()` alone reads an empty `wait=` as 0; here it is
- * refused like any other text that is not a number.
+ * A whole number in a query string: decimal digits only, so `limit=1e2`, `wait=0x10`, `wait=1.5`
+ * and an empty `wait=` are refused rather than read the way `Number()` reads them. Values that
+ * are already numbers (the client checks its own requests with these schemas) pass through.
+ * The OpenAPI document shows the inner integer schema.
  */
-const queryNumber = <Schema extends z.ZodType>(schema: Schema) =>
-  z.preprocess((value) => (value === '' ? Number.NaN : value), schema);
+const queryInteger = (range: { min: number; max: number }) =>
+  z.preprocess((value, context) => {
+    if (typeof value !== 'string' || DECIMAL_DIGITS.test(value)) return value;
+    context.addIssue({ code: 'custom', message: 'must be a whole number in decimal digits' });
+    return z.NEVER;
+  }, z.coerce.number().int().min(range.min).max(range.max));
 
 /** Query of GET /v1/jobs/:id. */
 export const jobReadQuery = z.strictObject({
-  wait: queryNumber(
-    z.coerce
-      .number()
-      .min(LIMITS.waitSeconds.min)
-      .max(LIMITS.waitSeconds.max)
-      .describe('Seconds to hold the response until the job is completed or failed (0–30)'),
-  ).optional(),
+  wait: queryInteger(LIMITS.waitSeconds)
+    .describe('Seconds to hold the response until the job is completed or failed (0–30)')
+    .optional(),
 });
 
 /** Query of GET /v1/jobs. */
 export const jobListQuery = z.strictObject({
   type: z.enum(JOB_TYPES).optional(),
   status: z.enum(JOB_STATUSES).optional(),
-  limit: queryNumber(
-    z.coerce.number().int().min(LIMITS.listLimit.min).max(LIMITS.listLimit.max),
-  ).default(LIMITS.listLimit.default),
-  cursor: z.string().min(1).max(1024).describe('nextCursor of the previous page').optional(),
+  limit: queryInteger(LIMITS.listLimit).default(LIMITS.listLimit.default),
+  cursor: storableString().min(1).max(1024).describe('nextCursor of the previous page').optional(),
 });
 export type JobListQuery = z.input<typeof jobListQuery>;
 

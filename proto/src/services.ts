@@ -5,6 +5,7 @@ import { jobMetrics, jobWorkMessage, usageDimensions } from './messages';
 import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
 import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
 import { TEXT_PRESET_NAMES, textOperationSchema } from './pipelines/text';
+import { withoutNul } from './storable-strings';
 
 /**
  * The request/reply contracts between services, on `svc.<service>.<name>` (namespaced by the
@@ -29,10 +30,15 @@ function endpoint<Request extends z.ZodType, Response extends z.ZodType>(
 }
 
 /**
- * Webhook targets: absolute http(s) URLs only, IPv6 literals included; whether a target may be
- * reached is the webhook service's target policy, checked at delivery time.
+ * Webhook targets: absolute http(s) URLs only, IPv6 literals included, and storable (a URL
+ * parser would percent-encode a U+0000 in the path, but the string itself is what is stored).
+ * Whether a target may be reached is the deployment's target policy (`webhook-targets.ts`):
+ * checked by the gateway when the URL is given and by the webhook service at delivery time.
  */
-export const httpUrl = z.url({ protocol: /^https?$/ }).max(2048);
+export const httpUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .check(withoutNul());
 
 export const PLANS = ['free', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { webhookTargetPolicyFrom } from '@tamp/kit';
 import { createTopology, PIPELINES, type Pipeline, WORKER_SERVICES } from '@tamp/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -347,7 +348,7 @@ describe('Helm chart charts/tamp', () => {
     }
   });
 
-  it('allow-lists webhook targets on the webhook service only, when the values ask', async () => {
+  it('allow-lists webhook targets on the webhook service and the gateway alike, when the values ask', async () => {
     const manifests = await render([
       '--set',
       'webhook.allowHttp=true',
@@ -356,15 +357,25 @@ describe('Helm chart charts/tamp', () => {
       '--set',
       'webhook.allowedPrivateCidrs[1]=192.168.10.0/24',
     ]);
+    const expected = { allowHttp: true, allowCidrs: ['10.0.0.200/32', '192.168.10.0/24'] };
     const webhook = webhookSchema.parse(resolvedEnv(deploymentOf(manifests, 'webhook'), manifests));
-    expect(targetPolicyFrom(webhook)).toEqual({
-      allowHttp: true,
-      allowCidrs: ['10.0.0.200/32', '192.168.10.0/24'],
-    });
+    expect(targetPolicyFrom(webhook)).toEqual(expected);
+    // The gateway refuses a webhookUrl when it is given by the same policy.
+    const gateway = gatewaySchema.parse(resolvedEnv(deploymentOf(manifests, 'gateway'), manifests));
+    expect(webhookTargetPolicyFrom(gateway)).toEqual(expected);
     for (const deployment of ofKind(manifests, 'Deployment')) {
-      if (componentOf(deployment) === 'webhook') continue;
+      if (['webhook', 'gateway'].includes(componentOf(deployment))) continue;
       const names = envOf(deployment).map((variable) => variable.name);
       expect(names).not.toContain('WEBHOOK_ALLOW_CIDRS');
+    }
+  });
+
+  it('counts no connections per peer address: in the cluster the peers are proxies', () => {
+    for (const manifests of [defaults, full]) {
+      const gateway = gatewaySchema.parse(
+        resolvedEnv(deploymentOf(manifests, 'gateway'), manifests),
+      );
+      expect(gateway.MAX_CONNECTIONS_PER_ADDRESS).toBe(0);
     }
   });
 

@@ -277,6 +277,148 @@ describe('Job creation: validation', () => {
   });
 });
 
+describe('Strings that cannot be stored (docs/decisions.md#strings)', () => {
+  const NUL = '\u0000';
+
+  it.each([
+    ['inline text', '/v1/text', { text: `a${NUL}b`, preset: 'chill' }, 'body.text'],
+    [
+      'inline text over the fast path, stored in S3 before its job',
+      '/v1/text',
+      { text: `${'x'.repeat(60 * 1024)}${NUL}`, preset: 'chill' },
+      'body.text',
+    ],
+    [
+      'a webhookUrl',
+      '/v1/text',
+      { text: 'hi', preset: 'chill', webhookUrl: `http://127.0.0.1:9/a${NUL}b` },
+      'body.webhookUrl',
+    ],
+    ['a filename', '/v1/upload', { filename: `a${NUL}b.png`, size: 10 }, 'body.filename'],
+  ])(
+    'refuses U+0000 in %s with 400 VALIDATION_ERROR, creating nothing',
+    async (_name, path, body, field) => {
+      const caller = await stack.createAccount({ plan: 'pro' });
+      const response = await stack.api('POST', path, { token: caller.apiKey, body });
+      expect(response.status, JSON.stringify(response.body)).toBe(400);
+      expect(response.body.error?.code).toBe('VALIDATION_ERROR');
+      expect(response.body.error?.details).toEqual([
+        { path: field, message: expect.stringContaining('U+0000') },
+      ]);
+      const jobs = await stack.api<{ items: unknown[] }>('GET', '/v1/jobs', {
+        token: caller.apiKey,
+      });
+      expect(jobs.body.data!.items).toEqual([]);
+    },
+  );
+
+  it('refuses U+0000 in an account webhook URL set through the admin API', async () => {
+    const created = await stack.admin('POST', '/admin/accounts', {
+      webhookUrl: `http://127.0.0.1:9/a${NUL}b`,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(400);
+    expect(created.body.error?.code).toBe('VALIDATION_ERROR');
+    const updated = await stack.admin('PATCH', `/admin/accounts/${account.accountId}`, {
+      webhookUrl: `http://127.0.0.1:9/a${NUL}b`,
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(400);
+    expect(updated.body.error?.code).toBe('VALIDATION_ERROR');
+  });
+
+  it('stores JSON that escapes U+0000 faithfully through json-to-toon, inline and queued', async () => {
+    const rows = Array.from({ length: 60 }, (_, index) => ({
+      id: index,
+      name: `user${NUL}${index}`,
+      [`key${NUL}`]: index % 2 === 0,
+    }));
+    // JSON.stringify writes U+0000 as the escape \u0000: the text itself holds no NUL.
+    const text = JSON.stringify(rows);
+    expect(text).not.toContain(NUL);
+    const inline = await stack.api<Job>('POST', '/v1/text', {
+      token: account.apiKey,
+      body: { text, preset: 'aggressive' },
+    });
+    expect(inline.status, JSON.stringify(inline.body)).toBe(200);
+    expect(inline.body.data!.status).toBe('completed');
+    const queued = await stack.api<Job>('POST', '/v1/text', {
+      token: account.apiKey,
+      body: { text, preset: 'aggressive', webhookUrl: 'http://127.0.0.1:9/hook' },
+    });
+    expect(queued.status).toBe(202);
+    const job = await waitForJob(account.apiKey, queued.body.data!.id);
+    expect(job.status, job.error).toBe('completed');
+    for (const output of [inline.body.data!.result!.outputText!, job.result!.outputText!]) {
+      expect(output).not.toContain(NUL);
+      expect(output).toContain('\\u0000');
+    }
+  });
+
+  it('still reports an upload id holding U+0000 as unknown, like any id that does not parse', async () => {
+    const response = await stack.api('POST', '/v1/image', {
+      token: account.apiKey,
+      body: { imageId: `upl_${NUL}`, preset: 'chill' },
+    });
+    expect(response.status).toBe(404);
+    expect(response.body.error?.code).toBe('UPLOAD_NOT_FOUND');
+  });
+});
+
+describe('Webhook targets, checked when given (docs/decisions.md#webhooks)', () => {
+  // The local stack allows http and loopback targets; these are refused by every deployment.
+  const FORBIDDEN = [
+    'http://169.254.169.254/latest/meta-data/',
+    'http://[::ffff:a9fe:a9fe]/',
+    'http://10.0.0.1/hook',
+    'http://0.0.0.0:8080/hook',
+    'ftp://127.0.0.1/hook',
+    'http://user:secret@127.0.0.1:9/hook',
+  ];
+
+  it.each(FORBIDDEN)('refuses a job whose webhookUrl is %s, creating nothing', async (url) => {
+    const caller = await stack.createAccount({ plan: 'pro' });
+    const response = await stack.api('POST', '/v1/text', {
+      token: caller.apiKey,
+      body: { text: 'hi', preset: 'chill', webhookUrl: url },
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(400);
+    expect(response.body.error?.code).toBe('VALIDATION_ERROR');
+    expect(response.body.error?.details).toEqual([
+      { path: 'body.webhookUrl', message: expect.any(String) },
+    ]);
+    const jobs = await stack.api<{ items: unknown[] }>('GET', '/v1/jobs', { token: caller.apiKey });
+    expect(jobs.body.data!.items).toEqual([]);
+  });
+
+  it('refuses a forbidden account default from the admin API and keeps the one it had', async () => {
+    const hook = 'http://127.0.0.1:9/account-hook';
+    const owner = await stack.createAccount({ webhookUrl: hook });
+    const metadata = 'http://169.254.169.254/latest/meta-data/';
+    const created = await stack.admin('POST', '/admin/accounts', { webhookUrl: metadata });
+    expect(created.status, JSON.stringify(created.body)).toBe(400);
+    expect(created.body.error?.code).toBe('VALIDATION_ERROR');
+    const updated = await stack.admin('PATCH', `/admin/accounts/${owner.accountId}`, {
+      webhookUrl: metadata,
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(400);
+    expect(updated.body.error?.code).toBe('VALIDATION_ERROR');
+    const shown = await stack.admin<{ webhookUrl: string }>(
+      'GET',
+      `/admin/accounts/${owner.accountId}`,
+    );
+    expect(shown.body.data!.webhookUrl).toBe(hook);
+  });
+
+  it('accepts what this deployment allows: http to loopback locally, and host names', async () => {
+    for (const webhookUrl of ['http://127.0.0.1:9/hook', 'https://hooks.example.com/tamp']) {
+      const response = await stack.api('POST', '/v1/text', {
+        token: account.apiKey,
+        body: { text: 'hi', preset: 'chill', webhookUrl },
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(202);
+    }
+  });
+});
+
 describe('Text jobs', () => {
   it('runs small inline text on the fast path: HTTP 200, completed, outputText', async () => {
     const response = await stack.api<Job>('POST', '/v1/text', {

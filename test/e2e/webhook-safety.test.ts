@@ -7,9 +7,10 @@ import { startTestStack, type TestAccount, type TestStack } from '../support/sta
 
 /**
  * Target safety through the whole stack with the production policy (https only, no private or
- * loopback addresses): every unsafe target is refused, recorded once as `refused`, never retried,
- * and no connection reaches the loopback receiver. (The redirect vector needs an allowed
- * receiver, so it lives in webhooks.test.ts under the local policy.)
+ * loopback addresses): every unsafe target is refused, when it is given if no DNS is needed to
+ * tell (the gateway), else at delivery, recorded once as `refused` and never retried; no
+ * connection reaches the loopback receiver. (The redirect vector needs an allowed receiver, so
+ * it lives in webhooks.test.ts under the local policy.)
  */
 const RETRY_SCHEDULE_MS = [300, 300, 300, 300, 300];
 
@@ -164,30 +165,47 @@ async function expectRefused(webhookUrl: string): Promise<DeliveryRecord> {
   return record!;
 }
 
+/** Creating a job for `webhookUrl` is refused (400 on body.webhookUrl); returns the reason. */
+async function expectRefusedWhenGiven(webhookUrl: string): Promise<string> {
+  const created = await stack.api('POST', '/v1/text', {
+    token: account.apiKey,
+    body: { text: `Safety   check ${Math.random()}`, preset: 'chill', webhookUrl },
+  });
+  expect(created.status, `job creation for ${webhookUrl}: ${JSON.stringify(created.body)}`).toBe(
+    400,
+  );
+  expect(created.body.error?.code).toBe('VALIDATION_ERROR');
+  const details = created.body.error!.details as { path: string; message: string }[];
+  expect(details).toEqual([{ path: 'body.webhookUrl', message: expect.any(String) }]);
+  return details[0]!.message;
+}
+
 describe('Target safety under the production policy', () => {
   const withPort = (template: string) => () => template.replace('<port>', String(receiver.port));
 
+  // What needs no DNS is refused when the URL is given (docs/decisions.md#webhooks).
   it.each([
     ['loopback IPv4 literal', withPort('https://127.0.0.1:<port>/hook'), /loopback/],
-    ['localhost (resolves to loopback)', withPort('https://localhost:<port>/hook'), /loopback/],
     ['loopback IPv6 literal', withPort('https://[::1]:<port>/hook'), /loopback/],
     ['plain http to loopback', withPort('http://127.0.0.1:<port>/hook'), /http/],
-  ])('refuses %s without connecting', async (_name, url, reason) => {
-    const record = await expectRefused(url());
-    expect(record.error).toMatch(reason);
+    ['a private address (10.0.0.1)', () => 'https://10.0.0.1/hook', /private/],
+    ['the cloud metadata address', () => 'https://169.254.169.254/latest/meta-data/', /metadata/],
+    ['a unique-local IPv6 address', () => 'https://[fd00::1]/hook', /unique-local/],
+    ['plain http (disallowed scheme)', () => 'http://example.com/hook', /http/],
+  ])('refuses %s when it is given, creating no job', async (_name, url, reason) => {
+    expect(await expectRefusedWhenGiven(url())).toMatch(reason);
+    // And as an account default, set through the admin API.
+    const accountDefault = await stack.admin('POST', '/admin/accounts', { webhookUrl: url() });
+    expect(accountDefault.status).toBe(400);
     expect(receiver.connections).toBe(0);
-    expect(receiver.requests).toBe(0);
   });
 
-  it.each([
-    ['a private address (10.0.0.1)', 'https://10.0.0.1/hook', /private/],
-    ['the cloud metadata address', 'https://169.254.169.254/latest/meta-data/', /metadata/],
-    ['a unique-local IPv6 address', 'https://[fd00::1]/hook', /unique-local/],
-    ['plain http (disallowed scheme)', 'http://example.com/hook', /http/],
-  ])('refuses %s', async (_name, url, reason) => {
-    const record = await expectRefused(url);
-    expect(record.error).toMatch(reason);
+  // A host name is judged at delivery, on what it resolves to then.
+  it('refuses localhost (resolves to loopback) at delivery, without connecting', async () => {
+    const record = await expectRefused(`https://localhost:${receiver.port}/hook`);
+    expect(record.error).toMatch(/loopback/);
     expect(receiver.connections).toBe(0);
+    expect(receiver.requests).toBe(0);
   });
 
   const alias = loopbackAlias();

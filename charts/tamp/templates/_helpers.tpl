@@ -192,6 +192,10 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- $_ := set $env "ADMIN_PORT" (toString $settings.adminPort) }}
 {{- /* The admin API binds to loopback unless told otherwise; its Service needs the pod IP. */}}
 {{- $_ := set $env "ADMIN_HOST" "0.0.0.0" }}
+{{- /* In the cluster connections arrive from the ingress, a load balancer or a node (SNAT),
+never from clients: a per-address limit would cap those. Clients are limited at the ingress;
+gateway.env may set it when clients do reach the pods directly. */}}
+{{- $_ := set $env "MAX_CONNECTIONS_PER_ADDRESS" "0" }}
 {{- end }}
 {{- if $facts.pipeline }}
 {{- $_ := set $env "WORKER_TEMP_DIR" "/scratch" }}
@@ -204,11 +208,13 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- $_ := set $env "LEASE_RENEW_DEADLINE_MS" (toString (div (mul $lease 2000) 3)) }}
 {{- $_ := set $env "LEASE_RETRY_PERIOD_MS" (toString (div (mul $lease 2000) 15)) }}
 {{- end }}
-{{- if eq .name "webhook" }}
-{{- if $settings.allowHttp }}
+{{- /* One webhook target policy: the gateway refuses a webhookUrl when it is given by the same
+rules the webhook service applies at delivery. */}}
+{{- if or (eq .name "webhook") (eq .name "gateway") }}
+{{- if $root.Values.webhook.allowHttp }}
 {{- $_ := set $env "WEBHOOK_ALLOW_HTTP" "true" }}
 {{- end }}
-{{- with $settings.allowedPrivateCidrs }}
+{{- with $root.Values.webhook.allowedPrivateCidrs }}
 {{- $_ := set $env "WEBHOOK_ALLOW_CIDRS" (join "," .) }}
 {{- end }}
 {{- end }}

@@ -71,6 +71,8 @@ const HINTS: Record<ErrorCode, string> = {
   URI_TOO_LONG: 'The request path is too long; check the job id.',
   HEADERS_TOO_LARGE: 'The request headers are too large; check TAMP_API_KEY.',
   REQUEST_TIMEOUT: 'The request did not reach the server in time; check the network and retry.',
+  EXPECTATION_FAILED:
+    'A proxy between you and the API added an Expect header the API cannot meet (check TAMP_BASE_URL).',
   NOT_FOUND: 'The base URL does not look like a Tamp API (check TAMP_BASE_URL).',
   METHOD_NOT_ALLOWED: 'The base URL does not look like a Tamp API (check TAMP_BASE_URL).',
   INTERNAL: 'The service failed unexpectedly; give its operators the request id.',

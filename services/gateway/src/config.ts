@@ -1,12 +1,20 @@
-import { envPort, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { envPort, natsEnv, s3Env, serviceEnv, webhookTargetEnv } from '@tamp/kit';
 import { LIMITS } from '@tamp/proto';
 import { z } from 'zod';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './api/http-server';
+
+const milliseconds = z.coerce.number().int().min(1_000).max(3_600_000);
 
 export const configSchema = z.object({
   ...serviceEnv,
   ...natsEnv,
   /** Large inline text is stored in S3 before its job is created. */
   ...s3Env,
+  /**
+   * The webhook service's target policy, set to the same values here: a webhookUrl (a job's, or
+   * an account default) that the policy refuses without DNS is refused when it is given.
+   */
+  ...webhookTargetEnv,
   /** Public API. */
   PORT: envPort.default(8080),
   HOST: z.string().default('0.0.0.0'),
@@ -32,5 +40,55 @@ export const configSchema = z.object({
    * Retry-After instead of queueing behind work that would miss its budget anyway.
    */
   MAX_CONCURRENT_CREATIONS: z.coerce.number().int().min(1).max(10_000).default(256),
+  /**
+   * Time for a request's line and headers to arrive (at most HTTP_REQUEST_TIMEOUT_MS). Past it
+   * the client gets 408 REQUEST_TIMEOUT and the connection is closed.
+   */
+  HTTP_HEADERS_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.headersTimeoutMs),
+  /**
+   * Time for a whole request, body included, to arrive; past it 408 REQUEST_TIMEOUT. The largest
+   * body (24 MB of text) needs about 3.3 Mbit/s to make it; larger inputs belong in uploads.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.requestTimeoutMs),
+  /**
+   * An idle kept-alive connection is closed after this. Longer than the 60 s idle timeout of
+   * common load balancers, so they close first and never send on a connection being closed.
+   */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs),
+  /**
+   * A connection on which nothing moves for this long is destroyed (a client that stopped
+   * reading its answer). Longer than a long-poll (30 s) or a creation (25 s) is silent.
+   */
+  HTTP_CONNECTION_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.connectionTimeoutMs),
+  /** Connections the public API holds at once; Node drops new ones beyond it. */
+  MAX_CONNECTIONS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(DEFAULT_HTTP_LIMITS.maxConnections),
+  /**
+   * Connections one peer address may hold on the public API; beyond it, 429 RATE_LIMITED and
+   * the connection is closed. 0: no limit, for a gateway behind an ingress or load balancer,
+   * whose own addresses are the peers (limit clients there instead).
+   */
+  MAX_CONNECTIONS_PER_ADDRESS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
 });
 export type Config = z.output<typeof configSchema>;
+
+/** The HTTP servers' limits from the environment. */
+export function httpLimitsFrom(config: Config): HttpLimits {
+  return {
+    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeoutMs: config.HTTP_CONNECTION_TIMEOUT_MS,
+    maxConnections: config.MAX_CONNECTIONS,
+    maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
+  };
+}

@@ -1,5 +1,5 @@
-import { runService } from '@tamp/kit';
-import { configSchema } from './config';
+import { runService, webhookTargetPolicyFrom } from '@tamp/kit';
+import { configSchema, httpLimitsFrom } from './config';
 import { startGatewayService } from './service';
 
 await runService({
@@ -22,6 +22,8 @@ await runService({
       createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,
       maxConcurrentCreations: config.MAX_CONCURRENT_CREATIONS,
       metrics,
+      httpLimits: httpLimitsFrom(config),
+      webhookTargets: webhookTargetPolicyFrom(config),
     });
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });

@@ -6,12 +6,13 @@ import {
   type Registry,
   type Rpc,
 } from '@tamp/kit';
-import { LIMITS, type Topology } from '@tamp/proto';
+import { LIMITS, PRODUCTION_POLICY, type TargetPolicy, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
 import { JobWaiters } from './adapters/job-waiters';
 import { KvRateLimiter } from './adapters/rate-limiter';
 import { buildAdminApp, buildPublicApp } from './api/app';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './api/http-server';
 import { JobReads } from './application/job-reads';
 import { JobSubmissions } from './application/job-submission';
 
@@ -28,6 +29,10 @@ export interface GatewayDependencies {
   maxConcurrentCreations?: number;
   /** The service's registry: requests by route and jobs created (see kit's metrics). */
   metrics?: Registry;
+  /** Time and connection limits of both HTTP servers; DEFAULT_HTTP_LIMITS when absent. */
+  httpLimits?: HttpLimits;
+  /** Where webhooks may be sent (the webhook service's policy); production's when absent. */
+  webhookTargets?: TargetPolicy;
 }
 
 export interface Gateway {
@@ -54,9 +59,13 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
   });
   const metrics = dependencies.metrics;
   const requests = metrics && httpMetrics(metrics);
+  const httpLimits = dependencies.httpLimits ?? DEFAULT_HTTP_LIMITS;
+  const webhookTargets = dependencies.webhookTargets ?? PRODUCTION_POLICY;
   const publicApp = await buildPublicApp({
     logger,
     httpMetrics: requests,
+    httpLimits,
+    webhookTargets,
     rpc,
     jobReads: new JobReads(rpc, waiters),
     jobSubmissions: new JobSubmissions({
@@ -74,6 +83,8 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
   const adminApp = await buildAdminApp({
     logger: logger.child({ api: 'admin' }),
     httpMetrics: requests,
+    httpLimits,
+    webhookTargets,
     rpc,
     adminToken: dependencies.adminToken,
   });

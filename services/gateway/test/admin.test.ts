@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { PRODUCTION_POLICY } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness } from './harness';
 
@@ -52,11 +53,14 @@ describe('admin API', () => {
 
   it('refuses everything when ADMIN_TOKEN is unset', async () => {
     const { buildAdminApp } = await import('../src/api/app');
+    const { DEFAULT_HTTP_LIMITS } = await import('../src/api/http-server');
     const app = await buildAdminApp({
       logger: harness.logger,
       // Never reached: the token check refuses first.
       rpc: {} as never,
       adminToken: undefined,
+      httpLimits: DEFAULT_HTTP_LIMITS,
+      webhookTargets: PRODUCTION_POLICY,
     });
     const response = await app.inject({
       method: 'GET',
@@ -88,6 +92,37 @@ describe('admin API', () => {
       payload: { plan: 'gold' },
     });
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+  });
+
+  it('refuses an account webhook URL the deployment would never deliver to, calling nothing', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const calls = harness.adminCalls.length;
+    for (const webhookUrl of [
+      'https://169.254.169.254/latest/meta-data/',
+      'https://10.0.0.7/hook',
+      'http://hooks.example.com/tamp',
+      'https://hooks.example.com/\u0000',
+    ]) {
+      for (const [method, url] of [
+        ['POST', '/admin/accounts'],
+        ['PATCH', '/admin/accounts/acct_1'],
+      ] as const) {
+        const response = await admin().inject({ method, url, headers, payload: { webhookUrl } });
+        expect(response.statusCode, `${method} ${webhookUrl}`).toBe(400);
+        expect(response.json().error).toMatchObject({
+          code: 'VALIDATION_ERROR',
+          details: [{ path: 'body.webhookUrl' }],
+        });
+      }
+    }
+    expect(harness.adminCalls.length).toBe(calls);
+    const allowed = await admin().inject({
+      method: 'PATCH',
+      url: '/admin/accounts/acct_1',
+      headers,
+      payload: { webhookUrl: 'https://hooks.example.com/tamp' },
+    });
+    expect(allowed.statusCode).toBe(200);
   });
 });
 

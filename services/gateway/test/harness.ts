@@ -8,6 +8,7 @@ import {
   newId,
   type PublicJob,
   ServiceError,
+  type TargetPolicy,
   type Topology,
   uploadEndpoints,
   webhookEndpoints,
@@ -15,6 +16,7 @@ import {
 import { pino } from 'pino';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import type { HttpLimits } from '../src/api/http-server';
 import { type Gateway, startGatewayService } from '../src/service';
 
 export type CreateJobRequest = z.output<(typeof jobEndpoints)['createJob']['request']>;
@@ -41,7 +43,14 @@ export class Harness {
   /** An account id the billing double does not know. */
   static readonly UNKNOWN_ACCOUNT = 'acct_unknown';
 
-  async start(options: { gateways?: number; authCacheTtlMs?: number } = {}): Promise<this> {
+  async start(
+    options: {
+      gateways?: number;
+      authCacheTtlMs?: number;
+      httpLimits?: HttpLimits;
+      webhookTargets?: TargetPolicy;
+    } = {},
+  ): Promise<this> {
     this.topology = createTopology(this.infrastructure.namespace);
     this.peers = await connectNats({
       url: this.infrastructure.natsUrl,
@@ -70,6 +79,8 @@ export class Harness {
           objectStore: this.objectStore,
           adminToken: 'test-admin-token-0123456789',
           authCacheTtlMs: options.authCacheTtlMs ?? 300,
+          httpLimits: options.httpLimits,
+          webhookTargets: options.webhookTargets,
         }),
       );
     }

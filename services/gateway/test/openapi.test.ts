@@ -36,4 +36,22 @@ describe('the OpenAPI document', () => {
     expect(ids).toEqual(expect.arrayContaining(['createImageJob', 'getJob', 'listAudioPresets']));
     expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
   });
+
+  it('documents wait and limit as the integers they are validated as', async () => {
+    const document = (await harness.app.inject({ url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { parameters: { name: string; schema: object }[] }>>;
+    };
+    const parameter = (path: string, name: string) =>
+      document.paths[path]!.get!.parameters.find((candidate) => candidate.name === name)!.schema;
+    expect(parameter('/v1/jobs/{id}', 'wait')).toEqual({
+      type: 'integer',
+      minimum: 0,
+      maximum: 30,
+    });
+    expect(parameter('/v1/jobs', 'limit')).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+    });
+  });
 });

@@ -129,6 +129,84 @@ describe('rate limits', () => {
   });
 });
 
+describe('strings that cannot be stored (docs/decisions.md#strings)', () => {
+  const NUL = '\u0000';
+
+  it.each<[string, string, unknown, string, Record<string, string>]>([
+    ['inline text', '/v1/text', { text: `a${NUL}b`, preset: 'chill' }, 'body.text', {}],
+    [
+      'inline text over the fast path',
+      '/v1/text',
+      { text: `${'x'.repeat(60 * 1024)}${NUL}`, preset: 'chill' },
+      'body.text',
+      {},
+    ],
+    ['a filename', '/v1/upload', { filename: `a${NUL}.png`, size: 1 }, 'body.filename', {}],
+    [
+      'a webhookUrl',
+      '/v1/audio',
+      { audioId: 'upl_x', preset: 'podcast', webhookUrl: `https://example.com/a${NUL}b` },
+      'body.webhookUrl',
+      {},
+    ],
+    [
+      'an Idempotency-Key',
+      '/v1/audio',
+      { audioId: 'upl_x', preset: 'podcast' },
+      'headers.idempotency-key',
+      // Injected: Node's HTTP parser would refuse the header first (400, in the envelope).
+      { 'idempotency-key': `key${NUL}` },
+    ],
+  ])('refuses U+0000 in %s, creating nothing', async (_name, url, body, path, headers) => {
+    const created = harness.createJobRequests.length;
+    const response = await post(url, body, headers);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toEqual({
+      code: 'VALIDATION_ERROR',
+      message: expect.any(String),
+      details: [{ path, message: expect.stringContaining('U+0000') }],
+    });
+    expect(harness.createJobRequests.length).toBe(created);
+  });
+
+  it('refuses U+0000 in a list cursor', async () => {
+    const response = await harness.app.inject({ url: '/v1/jobs?cursor=a%00b', headers: auth() });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error.details[0].path).toBe('querystring.cursor');
+  });
+});
+
+describe('webhook targets, checked when given (docs/decisions.md#webhooks)', () => {
+  // The harness gateway runs the production policy: https only, public addresses only.
+  it.each([
+    ['cloud metadata', 'https://169.254.169.254/latest/meta-data/'],
+    ['cloud metadata written as IPv4-mapped IPv6', 'https://[::ffff:a9fe:a9fe]/'],
+    ['a private address', 'https://10.1.2.3/hook'],
+    ['loopback', 'https://127.0.0.1:8443/hook'],
+    ['plain http', 'http://hooks.example.com/tamp'],
+    ['credentials in the URL', 'https://user:secret@hooks.example.com/tamp'],
+  ])('refuses %s (%s), creating nothing', async (_name, webhookUrl) => {
+    const created = harness.createJobRequests.length;
+    const response = await post('/v1/text', { text: 'hi', preset: 'chill', webhookUrl });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toEqual({
+      code: 'VALIDATION_ERROR',
+      message: expect.any(String),
+      details: [{ path: 'body.webhookUrl', message: expect.any(String) }],
+    });
+    expect(harness.createJobRequests.length).toBe(created);
+  });
+
+  it('leaves host names to delivery, which checks what they resolve to then', async () => {
+    const response = await post('/v1/text', {
+      text: 'hi',
+      preset: 'chill',
+      webhookUrl: 'https://localhost/hook',
+    });
+    expect(response.statusCode).toBe(202);
+  });
+});
+
 describe('validation and envelope', () => {
   const cases: [string, string, unknown, string[], Record<string, string>?][] = [
     [
@@ -225,6 +303,41 @@ describe('validation and envelope', () => {
     });
     expect(response.statusCode).toBe(400);
     expect(response.json().error.details[0].path).toBe('querystring.wait');
+  });
+
+  it.each(['0x10', '1e1', '1.5', '+5', ' 5', '5 ', '０'])(
+    'wait=%j → VALIDATION_ERROR: whole numbers in decimal digits only',
+    async (wait) => {
+      const response = await harness.app.inject({
+        url: `/v1/jobs/job_x?wait=${encodeURIComponent(wait)}`,
+        headers: auth(),
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json().error.details[0].path).toBe('querystring.wait');
+    },
+  );
+
+  it.each(['1e2', '0x10', '2.0', '-1', ''])(
+    'limit=%j → VALIDATION_ERROR: whole numbers in decimal digits only',
+    async (limit) => {
+      const response = await harness.app.inject({
+        url: `/v1/jobs?limit=${encodeURIComponent(limit)}`,
+        headers: auth(),
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json().error.details[0].path).toBe('querystring.limit');
+    },
+  );
+
+  it('reads decimal digits, leading zeros included', async () => {
+    const listed = await harness.app.inject({ url: '/v1/jobs?limit=05', headers: auth() });
+    expect(listed.statusCode).toBe(200);
+    expect(harness.adminCalls.at(-1)).toMatchObject({
+      endpoint: 'listJobs',
+      request: { limit: 5 },
+    });
+    const read = await harness.app.inject({ url: '/v1/jobs/job_x?wait=00', headers: auth() });
+    expect(read.json().error.code).toBe('JOB_NOT_FOUND');
   });
 
   it('malformed JSON → VALIDATION_ERROR', async () => {

@@ -1,6 +1,15 @@
+import { PRODUCTION_POLICY } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, loadConfig, mongoEnv, natsEnv, serviceEnv } from './config';
+import {
+  ConfigError,
+  loadConfig,
+  mongoEnv,
+  natsEnv,
+  serviceEnv,
+  webhookTargetEnv,
+  webhookTargetPolicyFrom,
+} from './config';
 
 const schema = z.object({ ...serviceEnv, ...natsEnv, ...mongoEnv });
 
@@ -36,5 +45,30 @@ describe('loadConfig', () => {
       expect(message).toMatch(/OPS_PORT/);
       expect(message).toMatch(/LOG_LEVEL/);
     }
+  });
+});
+
+describe('webhookTargetEnv', () => {
+  const targets = z.object(webhookTargetEnv);
+
+  it('is the production policy when nothing is set', () => {
+    expect(webhookTargetPolicyFrom(loadConfig('svc', targets, {}))).toEqual(PRODUCTION_POLICY);
+  });
+
+  it('reads the local stack settings into a frozen policy', () => {
+    const policy = webhookTargetPolicyFrom(
+      loadConfig('svc', targets, {
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8, ::1/128',
+      }),
+    );
+    expect(policy).toEqual({ allowHttp: true, allowCidrs: ['127.0.0.0/8', '::1/128'] });
+    expect(Object.isFrozen(policy.allowCidrs)).toBe(true);
+  });
+
+  it('names an entry that is not a CIDR', () => {
+    expect(() =>
+      loadConfig('svc', targets, { WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8,localhost' }),
+    ).toThrow(/WEBHOOK_ALLOW_CIDRS: "localhost" is not a CIDR/);
   });
 });

@@ -1,3 +1,4 @@
+import { isCidr, type TargetPolicy } from '@tamp/proto';
 import { z } from 'zod';
 
 /** Raised when the environment does not satisfy a service's schema; lists every problem. */
@@ -68,7 +69,48 @@ export const s3Env = {
   S3_BUCKET: z.string().min(3).default('tamp'),
 };
 
+/** Comma-separated CIDRs, e.g. `127.0.0.0/8,::1/128`; empty: none. */
+const cidrList = z
+  .string()
+  .default('')
+  .transform((value, context) => {
+    const entries = value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    for (const entry of entries) {
+      if (!isCidr(entry)) {
+        context.addIssue({
+          code: 'custom',
+          message: `"${entry}" is not a CIDR (e.g. 127.0.0.0/8)`,
+        });
+      }
+    }
+    return entries;
+  });
+
+/**
+ * Where webhooks may be sent (docs/decisions.md#webhooks): the webhook service applies it at
+ * delivery, the gateway applies what needs no DNS when a webhookUrl is given. A deployment sets
+ * the same values on both (the chart and the local stack do).
+ */
+export const webhookTargetEnv = {
+  /** Plain http targets; the local stack sets it, the production default refuses them. */
+  WEBHOOK_ALLOW_HTTP: booleanFlag,
+  /** CIDRs exempt from the private/loopback refusals (cloud metadata stays refused). */
+  WEBHOOK_ALLOW_CIDRS: cidrList,
+};
+
 export type ServiceEnv = z.output<z.ZodObject<typeof serviceEnv>>;
+export type WebhookTargetEnv = z.output<z.ZodObject<typeof webhookTargetEnv>>;
+
+/** The deployment's target policy; with nothing set it is PRODUCTION_POLICY (https, public only). */
+export function webhookTargetPolicyFrom(config: WebhookTargetEnv): TargetPolicy {
+  return Object.freeze({
+    allowHttp: config.WEBHOOK_ALLOW_HTTP,
+    allowCidrs: Object.freeze([...config.WEBHOOK_ALLOW_CIDRS]),
+  });
+}
 
 export const envFlag = booleanFlag;
 export const envPort = port;

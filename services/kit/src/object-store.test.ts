@@ -25,8 +25,14 @@ describe('object store (against MinIO)', () => {
   });
 
   it('accepts a presigned PUT with the signed content type', async () => {
-    const url = await store.presignUpload('uploads/acct_1/upl_ok', 'image/png', 900);
-    expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe('content-type;host');
+    const url = await store.presignUpload(
+      'uploads/acct_1/upl_ok',
+      { type: 'image/png', length: 'png bytes'.length },
+      900,
+    );
+    expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe(
+      'content-length;content-type;host',
+    );
     const response = await fetch(url, {
       method: 'PUT',
       headers: { 'content-type': 'image/png' },
@@ -39,7 +45,11 @@ describe('object store (against MinIO)', () => {
   });
 
   it('refuses a presigned PUT sent with another content type', async () => {
-    const url = await store.presignUpload('uploads/acct_1/upl_wrong', 'image/png', 900);
+    const url = await store.presignUpload(
+      'uploads/acct_1/upl_wrong',
+      { type: 'image/png', length: 1 },
+      900,
+    );
     const response = await fetch(url, {
       method: 'PUT',
       headers: { 'content-type': 'text/plain' },
@@ -50,13 +60,33 @@ describe('object store (against MinIO)', () => {
     expect(await store.stat('uploads/acct_1/upl_wrong')).toBeUndefined();
   });
 
+  it('refuses a presigned PUT of another length than the signed one', async () => {
+    const url = await store.presignUpload(
+      'uploads/acct_1/upl_length',
+      { type: 'image/png', length: 4 },
+      900,
+    );
+    for (const body of ['abc', 'abcde']) {
+      const response = await fetch(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'image/png' },
+        body,
+      });
+      expect(response.status, body).toBe(403);
+      expect(await response.text()).toContain('SignatureDoesNotMatch');
+    }
+    expect(await store.stat('uploads/acct_1/upl_length')).toBeUndefined();
+  });
+
   it('signs for the public endpoint clients reach', async () => {
     const publicStore = new ObjectStore({
       ...infrastructure.s3,
       bucket: infrastructure.bucket,
       publicEndpoint: 'https://files.example.com',
     });
-    const url = new URL(await publicStore.presignUpload('uploads/a/b', 'audio/wav', 900));
+    const url = new URL(
+      await publicStore.presignUpload('uploads/a/b', { type: 'audio/wav', length: 10 }, 900),
+    );
     expect(url.origin).toBe('https://files.example.com');
     expect(url.pathname).toBe(`/${infrastructure.bucket}/uploads/a/b`);
     expect(url.searchParams.get('X-Amz-Expires')).toBe('900');

@@ -33,7 +33,8 @@ export interface StoredObject {
 /**
  * The one bucket Tamp keeps bytes in. Data-plane calls go through the `minio` client against the
  * in-cluster endpoint; presigned URLs are signed with the AWS SDK's own SigV4 signer because
- * minio-js leaves `content-type` out of presigned signatures, and the upload contract binds it.
+ * minio-js leaves `content-type` and `content-length` out of presigned signatures, and uploads
+ * bind both.
  */
 export class ObjectStore {
   readonly bucket: string;
@@ -117,9 +118,22 @@ export class ObjectStore {
     }));
   }
 
-  /** A PUT URL whose signature covers the content type: another `Content-Type` is refused. */
-  async presignUpload(key: string, contentType: string, expiresInSeconds: number): Promise<string> {
-    return this.presign('PUT', key, expiresInSeconds, { 'content-type': contentType }, {});
+  /**
+   * A PUT URL whose signature covers the content type and the length: another `Content-Type`,
+   * or a body of another size (or of no declared size, sent chunked), is refused by storage.
+   */
+  async presignUpload(
+    key: string,
+    content: { type: string; length: number },
+    expiresInSeconds: number,
+  ): Promise<string> {
+    return this.presign(
+      'PUT',
+      key,
+      expiresInSeconds,
+      { 'content-type': content.type, 'content-length': String(content.length) },
+      {},
+    );
   }
 
   /** A GET URL that downloads as an attachment named `filename`. */

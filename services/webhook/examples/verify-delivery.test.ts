@@ -1,11 +1,10 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { newWebhookSecret } from '@tamp/proto';
+import { LOCAL_DEVELOPMENT_POLICY, newWebhookSecret } from '@tamp/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '../src/adapters/safe-http-client';
 import { signDelivery } from '../src/domain/signature';
-import { LOCAL_DEVELOPMENT_POLICY } from '../src/domain/target-policy';
 import { createTampWebhookHandler, type TampEvent, verifyTampDelivery } from './verify-delivery';
 
 const secret = newWebhookSecret();

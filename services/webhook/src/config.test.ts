@@ -1,8 +1,8 @@
 import { loadConfig } from '@tamp/kit';
+import { checkTargetUrl, PRODUCTION_POLICY } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { configSchema, targetPolicyFrom } from './config';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './domain/retry-schedule';
-import { checkTargetUrl, PRODUCTION_POLICY } from './domain/target-policy';
 
 const required = { NATS_URL: 'nats://127.0.0.1:4222', MONGO_URL: 'mongodb://127.0.0.1:27017' };
 

@@ -8,7 +8,7 @@ import {
   type Registry,
   type Rpc,
 } from '@tamp/kit';
-import type { Topology } from '@tamp/proto';
+import type { TargetPolicy, Topology } from '@tamp/proto';
 import { BillingAccounts } from './adapters/billing-accounts';
 import { DeliveryStore, WEBHOOK_INDEXES } from './adapters/delivery-store';
 import type { HostnameResolver } from './adapters/hostname-resolver';
@@ -20,7 +20,6 @@ import { DeliveryIntake } from './application/delivery-intake';
 import { DeliveryLog } from './application/delivery-log';
 import { DeliveryScheduler } from './application/delivery-scheduler';
 import { WebhookMetrics } from './application/webhook-metrics';
-import type { TargetPolicy } from './domain/target-policy';
 
 /** Retries and expired leases are found by polling; new sequences wake the scheduler. */
 const DEFAULT_POLL_INTERVAL_MS = 1_000;

@@ -5,11 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
+import { LOCAL_DEVELOPMENT_POLICY } from '@tamp/proto';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuardedConnector, TargetRefusedError } from '../src/adapters/guarded-connector';
 import type { HostnameResolver } from '../src/adapters/hostname-resolver';
-import { LOCAL_DEVELOPMENT_POLICY } from '../src/domain/target-policy';
 import { startReceiver } from './support/loopback-receiver';
 
 /**

@@ -1,13 +1,9 @@
 import type { ServerResponse } from 'node:http';
+import { LOCAL_DEVELOPMENT_POLICY, PRODUCTION_POLICY, type TargetPolicy } from '@tamp/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HostnameResolver } from '../src/adapters/hostname-resolver';
 import { deliverWebhook, type WebhookDeliveryRequest } from '../src/adapters/safe-http-client';
 import { signDelivery, verifyServiceSignature } from '../src/domain/signature';
-import {
-  LOCAL_DEVELOPMENT_POLICY,
-  PRODUCTION_POLICY,
-  type TargetPolicy,
-} from '../src/domain/target-policy';
 import {
   type LoopbackReceiver,
   startReceiver,

@@ -1,10 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { newWebhookSecret, webhookEndpoints } from '@tamp/proto';
+import {
+  LOCAL_DEVELOPMENT_POLICY,
+  newWebhookSecret,
+  PRODUCTION_POLICY,
+  webhookEndpoints,
+} from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
 import { deliveryKey } from '../src/domain/payload';
-import { LOCAL_DEVELOPMENT_POLICY, PRODUCTION_POLICY } from '../src/domain/target-policy';
 import {
   type LoopbackReceiver,
   type RecordedRequest,

@@ -8,8 +8,10 @@ import {
 import type { Logger } from 'pino';
 import type { Authenticator } from '../adapters/authenticator';
 import type { KvRateLimiter } from '../adapters/rate-limiter';
+import { type HttpLimits, httpServerOptions } from './http-server';
 import { adminTokenPlugin } from './plugins/admin-token';
 import { authPlugin } from './plugins/auth';
+import { connectionLimitsPlugin } from './plugins/connection-limits';
 import {
   answerClientError,
   envelopePlugin,
@@ -34,6 +36,7 @@ export interface GatewayOptions {
   logger: Logger;
   /** Requests by route (absent in tests that do not read them). */
   httpMetrics?: HttpMetrics;
+  httpLimits: HttpLimits;
 }
 
 export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
@@ -41,9 +44,10 @@ export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
   limiter: KvRateLimiter;
 }
 
-function baseApp(logger: Logger, trustProxy: boolean) {
+function baseApp(options: GatewayOptions, trustProxy: boolean) {
   const app = Fastify({
-    loggerInstance: logger,
+    ...httpServerOptions(options.httpLimits),
+    loggerInstance: options.logger,
     genReqId: requestIdFor,
     // Behind an ingress the client address comes from X-Forwarded-For.
     trustProxy,
@@ -67,11 +71,12 @@ function baseApp(logger: Logger, trustProxy: boolean) {
 
 /** The public API. Features register as encapsulated plugins under /v1. */
 export async function buildPublicApp(options: PublicAppOptions) {
-  const app = baseApp(options.logger, true);
+  const app = baseApp(options, true);
   if (options.httpMetrics) {
     await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'public' });
   }
   await app.register(envelopePlugin);
+  await app.register(connectionLimitsPlugin, options.httpLimits);
   await app.register(openapiPlugin);
   await app.register(
     async (v1) => {
@@ -89,12 +94,14 @@ export async function buildPublicApp(options: PublicAppOptions) {
 
 export interface AdminAppOptions extends GatewayOptions {
   rpc: RouteDependencies['rpc'];
+  webhookTargets: RouteDependencies['webhookTargets'];
   adminToken: string | undefined;
 }
 
 /** The admin API, on its own port, for operators and the admin CLI. */
 export async function buildAdminApp(options: AdminAppOptions) {
-  const app = baseApp(options.logger, false);
+  // Internal and used by a few operators: time limits, but no connection limits.
+  const app = baseApp(options, false);
   if (options.httpMetrics) {
     await app.register(httpMetricsPlugin, { metrics: options.httpMetrics, api: 'admin' });
   }
@@ -102,7 +109,10 @@ export async function buildAdminApp(options: AdminAppOptions) {
   await app.register(
     async (admin) => {
       await admin.register(adminTokenPlugin, { adminToken: options.adminToken });
-      await admin.register(adminRoutes, { rpc: options.rpc });
+      await admin.register(adminRoutes, {
+        rpc: options.rpc,
+        webhookTargets: options.webhookTargets,
+      });
     },
     { prefix: '/admin' },
   );

@@ -13,9 +13,13 @@ export class UploadStorage {
     private readonly logger: Logger,
   ) {}
 
-  /** A PUT URL bound to the content type, valid for the spec's 15 minutes. */
-  presignPut(key: string, contentType: string): Promise<string> {
-    return this.store.presignUpload(key, contentType, LIMITS.uploadUrlTtlSeconds);
+  /**
+   * A PUT URL bound to the content type and to the declared size (storage refuses a body of
+   * any other length, so the plan limit checked on the declaration holds), valid for the
+   * spec's 15 minutes.
+   */
+  presignPut(key: string, content: { type: string; length: number }): Promise<string> {
+    return this.store.presignUpload(key, content, LIMITS.uploadUrlTtlSeconds);
   }
 
   /**

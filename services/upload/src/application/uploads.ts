@@ -58,7 +58,10 @@ export class Uploads {
       expiresAt: new Date(createdAt.getTime() + LIMITS.uploadLifetimeMs),
       consumption: null,
     };
-    const uploadUrl = await this.storage.presignPut(key, contentType);
+    const uploadUrl = await this.storage.presignPut(key, {
+      type: contentType,
+      length: request.size,
+    });
     await this.repository.insert(upload);
     return {
       id,

@@ -1,10 +1,6 @@
 import { isIP } from 'node:net';
+import { classifyAddress, classifyResolvedAddresses, type TargetPolicy } from '@tamp/proto';
 import { buildConnector } from 'undici';
-import {
-  classifyAddress,
-  classifyResolvedAddresses,
-  type TargetPolicy,
-} from '../domain/target-policy';
 import type { HostnameResolver } from './hostname-resolver';
 
 /** The target's address is not allowed by the policy; no socket was opened. */

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { withTraceContextWithheld } from '@tamp/kit';
+import { checkTargetUrl, type TargetPolicy } from '@tamp/proto';
 import { Agent, request } from 'undici';
 import { isRetryAfterStatus } from '../domain/retry-schedule';
-import { checkTargetUrl, type TargetPolicy } from '../domain/target-policy';
 import { createGuardedConnector, TargetRefusedError } from './guarded-connector';
 import { type HostnameResolver, resolveWithSystemDns } from './hostname-resolver';
 

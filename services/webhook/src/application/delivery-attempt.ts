@@ -6,13 +6,13 @@ import {
   markActiveSpanFailed,
   storedContext,
 } from '@tamp/kit';
+import type { TargetPolicy } from '@tamp/proto';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
 import type { HostnameResolver } from '../adapters/hostname-resolver';
 import { deliverWebhook } from '../adapters/safe-http-client';
 import { type AttemptOutcome, nextStep } from '../domain/delivery-state';
 import { signDelivery } from '../domain/signature';
-import type { TargetPolicy } from '../domain/target-policy';
 import type { WebhookMetrics } from './webhook-metrics';
 
 const USER_AGENT = 'Tamp-Webhooks/1.0';

@@ -8,6 +8,7 @@ import {
   provisionTopology,
   Rpc,
 } from '@tamp/kit';
+import type { TargetPolicy } from '@tamp/proto';
 import {
   billingEndpoints,
   createTopology,
@@ -22,7 +23,6 @@ import { Registry } from 'prom-client';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import { DeliveryStore } from '../../src/adapters/delivery-store';
-import type { TargetPolicy } from '../../src/domain/target-policy';
 import {
   startWebhookService,
   type WebhookService,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { asServiceError } from '@tamp/kit';
 import { type ErrorCode, ServiceError } from '@tamp/proto';
@@ -48,8 +48,29 @@ export function sendError(
  */
 export const envelopePlugin = fp(
   async (app: FastifyInstance) => {
+    // What Node would answer with a bare status or a closed socket reaches the hooks below (an
+    // expectation other than 100-continue) or is answered here (CONNECT) in the envelope.
+    app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
+      app.server.emit('request', request, response),
+    );
+    app.server.on('connect', answerConnect);
+
     app.addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is answered 400, and, as Node would,
+      // its connection is not trusted with another request.
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+        reply.header('connection', 'close');
+        return sendError(reply, 'VALIDATION_ERROR', 'An HTTP/1.1 request needs a Host header');
+      }
+      const expectation = request.headers.expect;
+      if (expectation !== undefined && expectation.toLowerCase() !== '100-continue') {
+        return sendError(
+          reply,
+          'EXPECTATION_FAILED',
+          `Expect: ${expectation} cannot be met; only 100-continue is supported`,
+        );
+      }
     });
 
     // Known path, wrong method → 405 with Allow: every route pattern and its methods.
@@ -94,6 +115,13 @@ export const envelopePlugin = fp(
       // An unknown method that may carry a body (QUERY) fails fastify's content-type check
       // before the not-found route runs: it is still just a method this path does not have.
       if (request.is404) return answerUnmatched(request, reply);
+      // The request's body never arrived whole: the client went away, or the server already
+      // answered 408 when HTTP_REQUEST_TIMEOUT_MS passed. Nobody reads this answer; it is
+      // counted as the client's failure (4xx), not as a dependency's (503).
+      if (request.raw.readableAborted) {
+        request.log.info({ err: caught }, 'request body cut off');
+        return sendError(reply, 'REQUEST_TIMEOUT', 'The request did not arrive completely');
+      }
       const error = asServiceError(caught) as FastifyError | ServiceError;
       if (error instanceof ServiceError) {
         if (error !== caught) request.log.warn({ err: caught }, 'dependency unavailable');
@@ -168,43 +196,67 @@ export function rewriteUndecodablePath(request: { url?: string }): string {
   }
 }
 
-/** What Node's HTTP parser refuses before any framework sees the request. */
-const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: string }> = {
+/** What Node's HTTP server refuses before any framework sees the request. */
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   HPE_HEADER_OVERFLOW: {
-    status: 431,
     code: 'HEADERS_TOO_LARGE',
     message: 'The request line and headers are too large',
   },
+  // Raised by Node when HTTP_HEADERS_TIMEOUT_MS or HTTP_REQUEST_TIMEOUT_MS passes.
   ERR_HTTP_REQUEST_TIMEOUT: {
-    status: 408,
     code: 'REQUEST_TIMEOUT',
     message: 'The request was not received in time',
   },
 };
 
 /**
- * Node answers a request its parser cannot read with a bare status line; this answers it with
- * the error envelope instead (then closes the connection, which cannot be trusted further).
+ * Node answers a request its parser cannot read, or that did not arrive in time, with a bare
+ * status line; this answers it with the error envelope instead, then closes the connection,
+ * which cannot be trusted further. When an answer has already begun on the connection, nothing
+ * more can be said: it is closed.
  */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
-  if (!socket.writable) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent === true) {
     socket.destroy();
     return;
   }
-  const known = CLIENT_ERRORS[error.code ?? ''];
-  const status = known?.status ?? 400;
-  const body = JSON.stringify({
-    success: false,
-    error: {
-      code: known?.code ?? 'VALIDATION_ERROR',
-      message: known?.message ?? 'The request is not valid HTTP',
-    },
+  const known = CLIENT_ERRORS[error.code ?? ''] ?? {
+    code: 'VALIDATION_ERROR',
+    message: 'The request is not valid HTTP',
+  };
+  endWithError(socket, known.code, known.message);
+}
+
+/**
+ * CONNECT asks for a tunnel, which this server does not make; Node would close the socket
+ * without a word. No method is allowed on a CONNECT target (a host and port, not a path).
+ */
+function answerConnect(_request: IncomingMessage, socket: Duplex): void {
+  endWithError(socket, 'METHOD_NOT_ALLOWED', 'CONNECT is not supported: this is not a proxy', {
+    allow: '',
   });
+}
+
+/** The error envelope written straight to a socket that no framework response owns. */
+function endWithError(
+  socket: Duplex,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const error = new ServiceError(code, message);
+  const body = JSON.stringify({ success: false, error: error.toJSON() });
+  const head = Object.entries({
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    'X-Request-Id': randomUUID(),
+    Connection: 'close',
+    ...headers,
+  })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-      'Content-Type: application/json\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Connection: close\r\n\r\n' +
-      body,
+    `HTTP/1.1 ${error.httpStatus} ${STATUS_CODES[error.httpStatus]}\r\n${head}\r\n${body}`,
   );
 }

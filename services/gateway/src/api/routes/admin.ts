@@ -5,11 +5,13 @@ import {
   httpUrl,
   PLANS,
   successEnvelope,
+  type TargetPolicy,
   webhookEndpoints,
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, ok } from './responses';
+import { refuseForbiddenWebhookTarget } from './webhook-target';
 
 const idParams = z.object({ id: z.string().min(1).max(200) });
 
@@ -42,10 +44,17 @@ const redelivery = z
  * The operators' API: thin mappings onto billing and webhook endpoints. Mounted under /admin on
  * the admin app only; the admin-token plugin guards every route.
  */
-export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rpc }) => {
+export const adminRoutes: FastifyPluginAsyncZod<{
+  rpc: Rpc;
+  webhookTargets: TargetPolicy;
+}> = async (app, { rpc, webhookTargets }) => {
+  // An account's default webhook URL is checked when an operator sets it, as a job's is.
+  const checkWebhookTarget = refuseForbiddenWebhookTarget(webhookTargets);
+
   app.post(
     '/accounts',
     {
+      preHandler: checkWebhookTarget,
       schema: {
         body: accountCreation,
         response: {
@@ -64,7 +73,7 @@ export const adminRoutes: FastifyPluginAsyncZod<{ rpc: Rpc }> = async (app, { rp
 
   app.patch(
     '/accounts/:id',
-    { schema: { params: idParams, body: accountUpdate } },
+    { preHandler: checkWebhookTarget, schema: { params: idParams, body: accountUpdate } },
     async (request) =>
       ok(
         await rpc.call(billingEndpoints.updateAccount, {

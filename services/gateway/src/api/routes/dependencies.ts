@@ -1,4 +1,5 @@
 import type { Rpc } from '@tamp/kit';
+import type { TargetPolicy } from '@tamp/proto';
 import type { JobReads } from '../../application/job-reads';
 import type { JobSubmissions } from '../../application/job-submission';
 
@@ -7,4 +8,6 @@ export interface RouteDependencies {
   rpc: Rpc;
   jobReads: JobReads;
   jobSubmissions: JobSubmissions;
+  /** Where this deployment delivers webhooks; a job's webhookUrl is checked against it. */
+  webhookTargets: TargetPolicy;
 }

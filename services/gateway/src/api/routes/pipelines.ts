@@ -14,6 +14,7 @@ import type { JobSubmission } from '../../application/job-submission';
 import { idempotencyHeaders, JOB_BODIES } from '../../domain/job-requests';
 import type { RouteDependencies } from './dependencies';
 import { errorResponses, ok, responds } from './responses';
+import { refuseForbiddenWebhookTarget } from './webhook-target';
 
 /** Text requests may carry 5,000,000 characters (up to 4 bytes each, plus JSON escaping). */
 export const TEXT_BODY_LIMIT = 24 * 1024 * 1024;
@@ -25,6 +26,7 @@ const SUMMARIES: Record<Pipeline, string> = {
 };
 
 export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
+  const checkWebhookTarget = refuseForbiddenWebhookTarget(deps.webhookTargets);
   for (const pipeline of PIPELINES) {
     const definition = PIPELINE_DEFINITIONS[pipeline];
     const presets = describePresets(definition);
@@ -62,6 +64,7 @@ export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (a
       `/${pipeline}`,
       {
         bodyLimit: pipeline === 'text' ? TEXT_BODY_LIMIT : undefined,
+        preHandler: checkWebhookTarget,
         schema: {
           operationId: `create${capitalized}Job`,
           summary: SUMMARIES[pipeline],

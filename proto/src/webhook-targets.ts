@@ -1,5 +1,12 @@
-import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+
+/**
+ * Where webhooks may be sent, one rule for the two places that apply it: the gateway, when a
+ * `webhookUrl` is given (a job's, or an account default set through the admin API), with
+ * {@link checkTargetUrl} alone, which needs no DNS; and the webhook service at delivery, with
+ * it and then {@link classifyResolvedAddresses} over what the host name resolves to then (DNS
+ * can change between the two). Free of Node built-ins: the client bundles proto for browsers.
+ */
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
@@ -141,7 +148,7 @@ export function checkTargetUrl(url: string | URL, policy: TargetPolicy): TargetU
   }
   if (parsed.hostname === '') return refuse('the webhook URL has no host');
   const host = stripBrackets(parsed.hostname);
-  if (isIP(host) !== 0) {
+  if (isIpLiteral(host)) {
     const verdict = classifyAddress(host, policy);
     if (!verdict.allowed) return refuse(verdict.reason);
   }
@@ -218,6 +225,24 @@ function parseCidr(cidr: string): [Address, number] {
     return ipaddr.parseCIDR(cidr.trim());
   } catch {
     throw new TypeError(`target policy allow-list entry "${cidr}" is not a CIDR`);
+  }
+}
+
+/**
+ * A URL's host is an address rather than a name. The URL parser has already rewritten every
+ * IPv4 spelling (`0x7f.1`, `2130706433`) as four decimal parts and kept IPv6 in brackets.
+ */
+function isIpLiteral(host: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(host) || ipaddr.IPv6.isValid(host);
+}
+
+/** A CIDR such as `10.0.0.0/8` or `fd00::/8`, as a policy's allow-list takes it. */
+export function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text.trim());
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -4,10 +4,11 @@ import {
   classifyAddress,
   classifyResolvedAddresses,
   isAddressAllowed,
+  isCidr,
   LOCAL_DEVELOPMENT_POLICY,
   PRODUCTION_POLICY,
   type TargetPolicy,
-} from './target-policy';
+} from './webhook-targets';
 
 // Addresses are only classified here, never contacted.
 const PUBLIC_ADDRESSES = [
@@ -254,5 +255,16 @@ describe('checkTargetUrl', () => {
   it('leaves host names to the connect-time address check', () => {
     // localhost resolves to loopback; that is refused when the name is resolved, not here.
     expect(checkTargetUrl('http://localhost/', httpNoLoopback).allowed).toBe(true);
+  });
+});
+
+describe('isCidr', () => {
+  it('accepts IPv4 and IPv6 CIDRs and nothing else', () => {
+    for (const cidr of ['127.0.0.0/8', ' 10.0.0.0/8 ', '::1/128', 'fd00::/8']) {
+      expect(isCidr(cidr), cidr).toBe(true);
+    }
+    for (const junk of ['', 'localhost', '10.0.0.1', '10.0.0.0/33', '::/129']) {
+      expect(isCidr(junk), junk).toBe(false);
+    }
   });
 });
