@@ -63,7 +63,7 @@ export const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   METHOD_NOT_ALLOWED: 'The path exists under other methods (listed in Allow)',
   INTERNAL: 'Unexpected; quote X-Request-Id',
   UNAVAILABLE:
-    'A dependency is down or the system is saturated; nothing was created or charged, retry after Retry-After',
+    'A dependency is down or the system is saturated; retry after Retry-After. From a job creation: `details.jobId` and `details.outcome` say whether the job exists (`not-created`, or `unknown` until GET /v1/jobs/{jobId} tells); without them nothing was created',
 };
 
 export interface ErrorIssue {

@@ -1,4 +1,4 @@
-import { monotonicFactory } from 'ulid';
+import { decodeTime, monotonicFactory } from 'ulid';
 
 /** Every public id carries a type prefix and a sortable ULID body, e.g. `job_01J…`. */
 export const ID_PREFIXES = {
@@ -30,4 +30,9 @@ export function isId(kind: IdKind, value: unknown): value is string {
   if (typeof value !== 'string') return false;
   const prefix = `${ID_PREFIXES[kind]}_`;
   return value.startsWith(prefix) && ULID_PATTERN.test(value.slice(prefix.length));
+}
+
+/** When a well-formed id was minted (milliseconds since the epoch), from its ULID body. */
+export function mintedAt(id: string): number {
+  return decodeTime(id.slice(id.indexOf('_') + 1));
 }

@@ -1,4 +1,5 @@
 export * from './api';
+export * from './creation-outcome';
 export * from './errors';
 export * from './ids';
 export * from './limits';

@@ -48,6 +48,7 @@ export class Harness {
       gateways?: number;
       authCacheTtlMs?: number;
       httpLimits?: HttpLimits;
+      createJobBudgetMs?: number;
       webhookTargets?: TargetPolicy;
     } = {},
   ): Promise<this> {
@@ -80,6 +81,7 @@ export class Harness {
           adminToken: 'test-admin-token-0123456789',
           authCacheTtlMs: options.authCacheTtlMs ?? 300,
           httpLimits: options.httpLimits,
+          createJobBudgetMs: options.createJobBudgetMs,
           webhookTargets: options.webhookTargets,
         }),
       );
@@ -134,6 +136,8 @@ export class Harness {
     });
     rpc.serve(jobEndpoints.createJob, async (request) => {
       this.createJobRequests.push(request);
+      // A job service that died or stalled mid-creation: no answer at all.
+      if (request.idempotencyKey === 'silent') return new Promise<never>(() => undefined);
       if (request.idempotencyKey === 'reused') {
         throw new ServiceError('IDEMPOTENCY_KEY_REUSED', 'key reused');
       }

@@ -53,6 +53,7 @@ export async function startJobService(
     new JobRepository(dependencies.readDb ?? db),
     store,
     settings.cursorSecret,
+    jobs,
   );
   const admission = new JobAdmission({
     jobs,

@@ -1,5 +1,5 @@
 import type { Subscription } from '@nats-io/nats-core';
-import { billingEndpoints, creditCost, KB, MB, newId } from '@tamp/proto';
+import { billingEndpoints, creditCost, jobEndpoints, KB, MB, newId } from '@tamp/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMISSIONS_COLLECTION,
@@ -204,6 +204,11 @@ describe('idempotency', () => {
 describe('money under any timing', () => {
   const minutesFromNow = (minutes: number) => new Date(Date.now() + minutes * 60_000);
   const admissions = () => harness.db.collection(ADMISSIONS_COLLECTION);
+  /** Jobs of the account; abandoned creations share the collection but are not jobs. */
+  const jobsOf = (accountId: string) =>
+    harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId, status: { $exists: true } });
+  const read = (accountId: string, jobId: string) =>
+    harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
 
   it('answers 503 when the reservation is late, gives it back, and frees the key', async () => {
     const accountId = newAccount();
@@ -214,13 +219,17 @@ describe('money under any timing', () => {
     try {
       const error = await errorOf(harness.createJob(request, { deadline: Date.now() + 1_500 }));
       expect(error.code).toBe('UNAVAILABLE');
+      // Settled before answering: the id is named, and nothing will ever exist under it.
+      expect(error.details).toEqual({ jobId: request.jobId, outcome: 'not-created' });
     } finally {
       harness.reserveDelayMs = 0;
     }
     // Billing applied the reservation after the creation gave up; the release undoes it.
     await expect.poll(() => harness.credits.get(accountId), { timeout: 10_000 }).toBe(10);
-    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+    expect(await jobsOf(accountId)).toBe(0);
     expect(await admissions().countDocuments({ accountId })).toBe(0);
+    const answer = await errorOf(read(accountId, request.jobId));
+    expect([answer.code, answer.details]).toEqual(['JOB_NOT_FOUND', { outcome: 'not-created' }]);
 
     const retried = await harness.createJob({ ...request, jobId: newId('job') });
     expect(retried.httpStatus).toBe(202);
@@ -254,7 +263,7 @@ describe('money under any timing', () => {
 
     const retried = await harness.createJob({ ...request, jobId: newId('job') });
     expect(retried.httpStatus).toBe(202);
-    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(1);
+    expect(await jobsOf(accountId)).toBe(1);
     expect(harness.credits.get(accountId)).toBe(9);
   });
 
@@ -284,6 +293,47 @@ describe('money under any timing', () => {
     await harness.service.sweep(minutesFromNow(10));
     expect(await admissions().countDocuments({ _id: jobId as never })).toBe(0);
     expect(harness.credits.get(accountId)).toBe(10);
+    // The id is taken: a job write of that creation still on its way can never land.
+    const lateWrite = await harness.db
+      .collection(JOBS_COLLECTION)
+      .insertOne({ _id: jobId as never, accountId, status: 'created' })
+      .then(
+        () => 'stored',
+        (error: { code?: number }) => error.code,
+      );
+    expect(lateWrite).toBe(11000);
+    const answer = await errorOf(read(accountId, jobId));
+    expect(answer.details).toEqual({ outcome: 'not-created' });
+  });
+
+  it('settles a job id that a creation never answered for when it is read, for good', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    // The gateway timed out (503, outcome unknown, this id); the job service never answered.
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId);
+    const answer = await errorOf(read(accountId, request.jobId));
+    expect([answer.code, answer.details]).toEqual(['JOB_NOT_FOUND', { outcome: 'not-created' }]);
+    // The creation arrives after all (a stalled request): it finds the id taken and gives
+    // its reservation back instead of creating what the client was told does not exist.
+    const late = await errorOf(harness.createJob(request));
+    expect([late.code, late.details]).toEqual([
+      'UNAVAILABLE',
+      { jobId: request.jobId, outcome: 'not-created' },
+    ]);
+    expect(await jobsOf(accountId)).toBe(0);
+    await expect.poll(() => harness.credits.get(accountId), { timeout: 10_000 }).toBe(10);
+    // Another account asking for the id learns nothing about it.
+    const stranger = await errorOf(read(newAccount(), request.jobId));
+    expect([stranger.code, stranger.details]).toEqual(['JOB_NOT_FOUND', undefined]);
+  });
+
+  it('does not write for an id minted long ago', async () => {
+    const accountId = newAccount();
+    const ancient = 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV'; // minted in 2016
+    const answer = await errorOf(read(accountId, ancient));
+    expect([answer.code, answer.details]).toEqual(['JOB_NOT_FOUND', undefined]);
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
   });
 });
 

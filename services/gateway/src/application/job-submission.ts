@@ -1,6 +1,7 @@
 import { type JobCreationMetrics, type ObjectStore, presetLabel, type Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
+  creationOutcomeUnknown,
   jobEndpoints,
   newId,
   type PublicJob,
@@ -67,10 +68,11 @@ export class JobSubmissions {
         idempotencyKey: caller.idempotencyKey,
       };
       const request = await this.createJobRequest(submission, context);
-      const created = await rpc.call(jobEndpoints.createJob, request, {
-        timeoutMs: budgetMs,
-        deadline,
-      });
+      const created = await rpc
+        .call(jobEndpoints.createJob, request, { timeoutMs: budgetMs, deadline })
+        .catch((error: unknown) => {
+          throw namingTheJob(error, context.jobId);
+        });
       this.options.jobsCreated?.inc({
         pipeline: submission.pipeline,
         preset: presetLabel(request.preset ?? null),
@@ -106,4 +108,16 @@ export class JobSubmissions {
       }
     }
   }
+}
+
+/**
+ * A creation that failed without the job service settling it (no answer in time: it may have
+ * died or stalled mid-creation) has an unknown outcome; the answer says so and names the job id,
+ * which GET /v1/jobs/<id> settles (docs/decisions.md#when-a-creation-fails). Answers the job
+ * service gave itself already carry their outcome.
+ */
+function namingTheJob(error: unknown, jobId: string): unknown {
+  if (!(error instanceof ServiceError) || error.code !== 'UNAVAILABLE') return error;
+  const details = error.details as { jobId?: unknown } | undefined;
+  return details?.jobId === undefined ? creationOutcomeUnknown(jobId) : error;
 }

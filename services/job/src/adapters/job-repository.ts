@@ -1,7 +1,7 @@
-import { type IndexSpecification, KeyedRepository } from '@tamp/kit';
+import { type IndexSpecification, insertIfAbsent, KeyedRepository } from '@tamp/kit';
 import type { JobStatus, JobType } from '@tamp/proto';
-import type { Db, Filter } from 'mongodb';
-import type { JobDocument } from '../domain/job';
+import type { Collection, Db, Filter } from 'mongodb';
+import { type AbandonedCreation, isAbandonedCreation, type JobDocument } from '../domain/job';
 
 export const JOBS_COLLECTION = 'jobs';
 export const IDEMPOTENCY_COLLECTION = 'idempotency';
@@ -54,17 +54,53 @@ const SUMMARY_FIELDS = {
  * connection serializes operations on FerretDB to keep that true there as well).
  */
 export class JobRepository extends KeyedRepository<JobDocument> {
+  /** The same collection, as it also holds abandoned creations (domain/job.ts). */
+  private readonly entries: Collection<JobDocument | AbandonedCreation>;
+
   constructor(db: Db) {
     super(db, JOBS_COLLECTION);
+    this.entries = db.collection(JOBS_COLLECTION);
   }
 
-  /** False when a job with this id exists already. */
+  /** False when the id is taken already: by a job, or by an abandoned creation. */
   async insert(job: JobDocument): Promise<boolean> {
     return this.insertIfAbsent(job);
   }
 
-  async findOfAccount(accountId: string, jobId: string): Promise<JobDocument | null> {
-    return this.collection.findOne({ _id: jobId, accountId });
+  /** The job, or null when there is none (never an abandoned creation). */
+  override async find(jobId: string): Promise<JobDocument | null> {
+    const entry = await this.entries.findOne({ _id: jobId });
+    return entry === null || isAbandonedCreation(entry) ? null : entry;
+  }
+
+  /** The account's job under this id, or what was given up under it, or null. */
+  async findOfAccount(
+    accountId: string,
+    jobId: string,
+  ): Promise<JobDocument | AbandonedCreation | null> {
+    return this.entries.findOne({ _id: jobId, accountId });
+  }
+
+  /**
+   * Settles a creation that did not finish: takes its id with an abandoned creation unless its
+   * job was stored. `abandoned` also when an earlier call took it; `stored` with the job.
+   */
+  async abandonCreation(
+    jobId: string,
+    accountId: string,
+    now: Date,
+  ): Promise<
+    { outcome: 'abandoned'; entry: AbandonedCreation } | { outcome: 'stored'; job: JobDocument }
+  > {
+    const abandoned: AbandonedCreation = { _id: jobId, accountId, abandonedAt: now };
+    if (await insertIfAbsent(this.entries as Collection<AbandonedCreation>, abandoned)) {
+      return { outcome: 'abandoned', entry: abandoned };
+    }
+    const entry = await this.entries.findOne({ _id: jobId });
+    if (entry === null) throw new Error(`the id ${jobId} is taken but nothing holds it`);
+    return isAbandonedCreation(entry)
+      ? { outcome: 'abandoned', entry }
+      : { outcome: 'stored', job: entry };
   }
 
   /** Applies `changes` only if the job is still in `expected`; true when it was applied. */
@@ -91,7 +127,11 @@ export class JobRepository extends KeyedRepository<JobDocument> {
   }
 
   async list(query: ListQuery): Promise<JobDocument[]> {
-    const filter: Filter<JobDocument> = { accountId: query.accountId };
+    const filter: Filter<JobDocument> = {
+      accountId: query.accountId,
+      // Abandoned creations share the collection; they are not jobs.
+      status: { $exists: true },
+    };
     if (query.type !== undefined) filter.pipeline = query.type as JobDocument['pipeline'];
     if (query.status !== undefined) filter.status = query.status;
     if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };

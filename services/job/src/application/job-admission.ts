@@ -2,6 +2,8 @@ import type { Logger, Rpc } from '@tamp/kit';
 import {
   billingEndpoints,
   type ConsumedUpload,
+  creationNotCreated,
+  creationOutcomeUnknown,
   creditCost,
   LIMITS,
   type PublicJob,
@@ -34,6 +36,10 @@ const STORE_RESERVE_MS = 2_000;
 const MIN_INLINE_MS = 1_000;
 /** Releasing an abandoned creation's reservation may take this long before it is left to the reconciler. */
 const RELEASE_TIMEOUT_MS = 3_000;
+/** ... and at least this long, even when the caller's deadline has passed. */
+const MIN_RELEASE_MS = 250;
+/** Time kept back from the budget to settle a failed creation and answer (answerFailedCreation). */
+const SETTLE_RESERVE_MS = 1_000;
 
 export interface AdmissionCollaborators {
   jobs: JobRepository;
@@ -92,23 +98,53 @@ export class JobAdmission {
       route === 'inline' ||
       (route === 'by-input-size' && imageInputFitsInline(inputBytesOf(job.input)));
     const claimId = known.claimId ?? null;
-    await this.reserve(job, claimId, deadline);
+    // The creation's own steps end early enough for a failure to be settled and answered
+    // before the caller stops waiting.
+    const workDeadline = deadline - SETTLE_RESERVE_MS;
     try {
+      await this.reserve(job, claimId, workDeadline);
       if (inline) {
-        const answer = await this.runInline(job, deadline);
+        const answer = await this.runInline(job, workDeadline);
         if (answer !== null) return answer;
       }
-      return await this.enqueue(job, deadline);
+      return await this.enqueue(job, workDeadline);
     } catch (error) {
-      await this.abandon(job, claimId);
-      throw error;
+      if (error instanceof ServiceError && error.code === 'INSUFFICIENT_CREDITS') throw error;
+      return this.answerFailedCreation(job, claimId, error, deadline);
     }
+  }
+
+  /**
+   * A creation that cannot finish settles its job id before it answers, so the answer is true
+   * whatever failed between which two writes (docs/decisions.md#when-a-creation-fails):
+   * - abandoned (the id taken, the reservation released): the error, with `outcome:
+   *   "not-created"`: nothing exists, and nothing ever will under that id;
+   * - stored after all (a write reported failed that landed): that job is the answer;
+   * - not settled (the database unreachable): UNAVAILABLE naming the job id with `outcome:
+   *   "unknown"`; the reconciler settles it, and GET /v1/jobs/<id> then tells which.
+   */
+  private async answerFailedCreation(
+    job: JobDocument,
+    claimId: string | null,
+    error: unknown,
+    deadline: number,
+  ): Promise<CreateJobAnswer> {
+    const settled = await this.abandon(job, claimId, deadline);
+    if (settled === 'unknown') throw creationOutcomeUnknown(job._id);
+    if (settled !== 'abandoned') {
+      return {
+        httpStatus: settled.inline ? 200 : 202,
+        job: await this.collaborators.reads.represent(settled),
+      };
+    }
+    if (!(error instanceof ServiceError)) throw error;
+    throw creationNotCreated(error, job._id);
   }
 
   /**
    * Opens the job's admission, then reserves its credits. INSUFFICIENT_CREDITS propagates with
    * nothing reserved or stored; any other failure (billing slow or down, the deadline reached)
-   * releases what may have been reserved and answers UNAVAILABLE.
+   * is UNAVAILABLE, and the creation is then abandoned (what may have been reserved released).
    */
   private async reserve(job: JobDocument, claimId: string | null, deadline: number): Promise<void> {
     const { admissions, rpc, clock } = this.collaborators;
@@ -135,7 +171,6 @@ export class JobAdmission {
         await admissions.close(job._id);
         throw error;
       }
-      await this.abandon(job, claimId);
       throw unavailable('Credits could not be reserved in time');
     }
   }
@@ -230,7 +265,8 @@ export class JobAdmission {
     const { jobs, admissions, logger } = this.collaborators;
     if (Date.now() >= deadline) throw unavailable('The request ran out of time');
     const stored = (await jobs.insert(job)) ? job : await jobs.find(job._id);
-    if (stored === null) throw new Error(`job ${job._id} vanished`);
+    // Taken by an abandoned creation: this one ran past the point where it was given up.
+    if (stored === null) throw unavailable('The request ran out of time');
     await admissions.close(job._id).catch((error: unknown) => {
       logger.warn({ err: error, jobId: job._id }, 'admission left open; the reconciler closes it');
     });
@@ -238,24 +274,45 @@ export class JobAdmission {
   }
 
   /**
-   * A creation that will not store its job gives its reservation back (billing's refund also
-   * turns away a reservation still on its way), closes the admission and frees the key. If
-   * billing cannot be reached, the admission stays open and the reconciler finishes this.
+   * Settles a creation that will not finish. Its id is taken first (JobRepository's
+   * abandonCreation), so no job write still on its way can land after this; then the
+   * reservation is given back (billing's refund also turns away a reservation still on its way),
+   * the admission closed and the key freed. If billing cannot be reached the admission stays
+   * open and the reconciler finishes the release; the outcome is settled all the same.
+   * `unknown` when not even the id could be taken: the reconciler settles it later.
    */
-  private async abandon(job: JobDocument, claimId: string | null): Promise<void> {
-    const { jobs, admissions, claims, rpc, logger } = this.collaborators;
+  private async abandon(
+    job: JobDocument,
+    claimId: string | null,
+    deadline: number,
+  ): Promise<'abandoned' | 'unknown' | JobDocument> {
+    const { jobs, admissions, claims, rpc, clock, logger } = this.collaborators;
+    let settled: Awaited<ReturnType<JobRepository['abandonCreation']>>;
     try {
-      if ((await jobs.find(job._id)) !== null) return;
+      settled = await jobs.abandonCreation(job._id, job.accountId, clock());
+    } catch (error) {
+      logger.warn(
+        { err: error, jobId: job._id },
+        'creation not settled; the reconciler settles it',
+      );
+      return 'unknown';
+    }
+    if (settled.outcome === 'stored') return settled.job;
+    try {
       await rpc.call(
         billingEndpoints.refundCredits,
         { accountId: job.accountId, jobId: job._id },
-        { timeoutMs: RELEASE_TIMEOUT_MS },
+        // Within the caller's deadline if it can be: the answer waits for this release.
+        {
+          timeoutMs: Math.max(MIN_RELEASE_MS, Math.min(RELEASE_TIMEOUT_MS, deadline - Date.now())),
+        },
       );
       await admissions.close(job._id);
       if (claimId !== null) await claims.release(claimId, job._id);
     } catch (error) {
-      logger.warn({ err: error, jobId: job._id }, 'abandoned creation left to the reconciler');
+      logger.warn({ err: error, jobId: job._id }, 'reservation release left to the reconciler');
     }
+    return 'abandoned';
   }
 }
 

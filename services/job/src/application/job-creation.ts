@@ -4,6 +4,7 @@ import type { AdmissionRepository } from '../adapters/admission-repository';
 import { claimIdOf, type IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import { imageInputFitsInline, routeOf } from '../domain/inline';
+import { isAbandonedCreation } from '../domain/job';
 import type { CreateJobRequest } from '../domain/requests';
 import type { CreateJobAnswer, JobAdmission } from './job-admission';
 import type { JobReads } from './job-reads';
@@ -132,6 +133,17 @@ export class JobCreation {
         );
       }
       const job = await jobs.findOfAccount(request.accountId, claim.jobId);
+      if (job !== null && isAbandonedCreation(job)) {
+        // Given up: the key is free once the reservation is released (the admission closed);
+        // until then the creation is still in doubt for money, and the key in use.
+        if ((await admissions.find(claim.jobId)) === null) {
+          await claims.release(claimId, claim.jobId);
+          continue;
+        }
+        if (Date.now() >= waitUntil) throw inUse();
+        await sleep(CLAIM_POLL_MS);
+        continue;
+      }
       if (job !== null) return { httpStatus: 202, job: await this.reads.represent(job) };
       const running = this.inFlight.get(claimId);
       if (running !== undefined) {

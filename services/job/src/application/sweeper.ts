@@ -113,16 +113,18 @@ export class Sweeper {
 
   /**
    * Creations that neither stored their job nor released their reservation (a crash, billing
-   * unreachable at the time): long past their deadline nothing can store the job any more, so
-   * the reservation is released (billing also turns away one still on its way) and the key
-   * freed. One whose job is stored only lost its clean-up.
+   * unreachable at the time), long past their deadline: the job id is taken by an abandoned
+   * creation unless the job was stored (so no late write can store it any more), then the
+   * reservation is released (billing also turns away one still on its way) and the key freed.
+   * One whose job is stored only lost its clean-up.
    */
   private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
-    const { admissions, claims, jobs, rpc, logger } = this.collaborators;
+    const { admissions, claims, jobs, rpc, clock, logger } = this.collaborators;
     let closed = 0;
     for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
       try {
-        if ((await jobs.find(admission._id)) === null) {
+        const settled = await jobs.abandonCreation(admission._id, admission.accountId, clock());
+        if (settled.outcome === 'abandoned') {
           await rpc.call(billingEndpoints.refundCredits, {
             accountId: admission.accountId,
             jobId: admission._id,

@@ -72,6 +72,24 @@ export interface JobDocument {
   refundPending: boolean;
 }
 
+/**
+ * What `jobs` holds under the id of a creation that was given up before its job was stored. It
+ * takes the id, so a job write still on its way (a stalled database, a service that died
+ * mid-creation) can never land after the client was told nothing was created; reads answer
+ * 404 with `outcome: "not-created"` (docs/decisions.md#when-a-creation-fails).
+ */
+export interface AbandonedCreation {
+  _id: string;
+  accountId: string;
+  abandonedAt: Date;
+}
+
+export function isAbandonedCreation(
+  entry: JobDocument | AbandonedCreation,
+): entry is AbandonedCreation {
+  return 'abandonedAt' in entry;
+}
+
 /** The hour bucket in which the result of a job completed at `completedAt` expires. */
 export function resultExpiryHourOf(completedAt: Date): string {
   return expiryHourOf(completedAt, LIMITS.resultRetentionMs);
