@@ -59,6 +59,8 @@ export interface BenchStack extends ApiClient {
   apiKey: string;
   accountId: string;
   services: RunningServices;
+  /** A request to the admin API (`/admin<path>`), with the admin token. */
+  admin<Data = unknown>(method: string, path: string, body?: unknown): Promise<JsonResponse<Data>>;
   /** The servers, for fault injection (pause, restart, kill by pid). */
   infrastructure: RunningInfrastructure;
   stop(): Promise<void>;
@@ -132,11 +134,11 @@ export async function startBenchStack(options: {
       { body: { plan: 'pro' }, token: adminToken },
     );
     const { apiKey, accountId } = dataOf(account, 'account creation');
-    const { publicUrl } = services;
+    const { publicUrl, adminUrl } = services;
     options.log(`stack ready at ${publicUrl}`);
     return {
       publicUrl,
-      adminUrl: services.adminUrl,
+      adminUrl,
       adminToken,
       apiKey,
       accountId,
@@ -144,6 +146,8 @@ export async function startBenchStack(options: {
       infrastructure,
       api: <Data>(method: string, path: string, init?: { body?: unknown; token?: string }) =>
         requestJson<Data>(`${publicUrl}${path}`, method, init),
+      admin: <Data>(method: string, path: string, body?: unknown) =>
+        requestJson<Data>(`${adminUrl}/admin${path}`, method, { body, token: adminToken }),
       stop,
     };
   } catch (error) {

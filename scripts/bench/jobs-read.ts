@@ -9,25 +9,17 @@
  *   node --import tsx scripts/bench/jobs-read.ts
  *   BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_WARMUP_SEC=2 (defaults)
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import autocannon from 'autocannon';
-import { freePort, stopProcess } from '../infra/launcher';
-import { PROJECT_ROOT } from '../infra/provision';
-import { type BenchStack, dataOf, startBenchStack } from './bench-stack';
+import type { ChildProcess } from 'node:child_process';
+import { stopProcess } from '../infra/launcher';
+import { type BenchStack, startBenchStack } from './bench-stack';
+import { completedJobRead, loadReads, type ReadLoad, startBareJobRead } from './read-load';
 
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const WARMUP_SEC = Number(process.env.BENCH_WARMUP_SEC ?? 2);
 
-interface Measurement {
+interface Measurement extends ReadLoad {
   label: string;
-  requestsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
 }
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
@@ -37,39 +29,21 @@ async function main(): Promise<void> {
   let bare: ChildProcess | undefined;
   try {
     stack = await startBenchStack({ name: 'jobs-read', toolsProfile: 'stack', log });
-    const { apiKey } = stack;
-    const services = stack;
-    const job = dataOf(
-      await stack.api<{ id: string; status: string }>('POST', '/v1/text', {
-        token: apiKey,
-        body: { text: 'Benchmarks   measure   the read path.\n\n\n', preset: 'chill' },
-      }),
-      'POST /v1/text',
-    );
-    if (job.status !== 'completed') throw new Error(`job not completed: ${JSON.stringify(job)}`);
-    const jobUrl = `${services.publicUrl}/v1/jobs/${job.id}`;
-    const reference = await fetch(jobUrl, { headers: { authorization: `Bearer ${apiKey}` } });
-    const body = await reference.text();
-    if (reference.status !== 200) throw new Error(`GET job: ${reference.status} ${body}`);
-    log(`job ${job.id}: ${body.length} bytes of JSON`);
+    const read = await completedJobRead(stack);
+    log(`job ${read.jobId}: ${read.body.length} bytes of JSON`);
+    const bareRead = await startBareJobRead(read);
+    bare = bareRead.server;
 
-    const barePort = await freePort();
-    bare = await startBareServer(barePort, body);
-    const bareUrl = `http://127.0.0.1:${barePort}/v1/jobs/${job.id}`;
-    const check = await fetch(bareUrl);
-    if ((await check.text()) !== body) throw new Error('bare route does not answer the same JSON');
-
-    const headers = { authorization: `Bearer ${apiKey}` };
-    const gateway = await measure('tamp gateway GET /v1/jobs/:id', jobUrl, headers);
-    const baseline = await measure('bare fastify route, same JSON', bareUrl, {});
+    const gateway = await measure('tamp gateway GET /v1/jobs/:id', read.url, read.headers);
+    const bareRoute = await measure('bare fastify route, same JSON', bareRead.url, {});
     // Diagnostic: the gateway's own per-request path (auth, rate limit) without the job read.
     const presets = await measure(
       'tamp gateway GET /v1/text/presets',
-      `${services.publicUrl}/v1/text/presets`,
-      headers,
+      `${stack.publicUrl}/v1/text/presets`,
+      read.headers,
     );
 
-    const rows = [gateway, baseline, presets];
+    const rows = [gateway, bareRoute, presets];
     console.log(
       `\nGET /v1/jobs/:id, ${CONNECTIONS} connections, ${DURATION_SEC} s each (after ${WARMUP_SEC} s warm-up), loopback, node ${process.version}`,
     );
@@ -87,7 +61,7 @@ async function main(): Promise<void> {
     const latencyRatio = (gatewayMs: number, bareMs: number) =>
       bareMs > 0 ? `${(gatewayMs / bareMs).toFixed(1)}×` : `${gatewayMs} ms vs < 1 ms`;
     console.log(
-      `ratio: gateway throughput = ${(gateway.requestsPerSec / baseline.requestsPerSec).toFixed(3)}× bare fastify (${(baseline.requestsPerSec / gateway.requestsPerSec).toFixed(0)}× fewer req/s); latency p50 ${latencyRatio(gateway.p50Ms, baseline.p50Ms)}, p99 ${latencyRatio(gateway.p99Ms, baseline.p99Ms)}`,
+      `ratio: gateway throughput = ${(gateway.requestsPerSec / bareRoute.requestsPerSec).toFixed(3)}× bare fastify (${(bareRoute.requestsPerSec / gateway.requestsPerSec).toFixed(0)}× fewer req/s); latency p50 ${latencyRatio(gateway.p50Ms, bareRoute.p50Ms)}, p99 ${latencyRatio(gateway.p99Ms, bareRoute.p99Ms)}`,
     );
     if (gateway.non2xx > 0 || gateway.errors > 0) {
       console.log('WARNING: the gateway answered non-2xx or failed some requests');
@@ -98,55 +72,18 @@ async function main(): Promise<void> {
   }
 }
 
-/** A fastify server in its own process (as the gateway is), answering `body` on one route. */
-async function startBareServer(port: number, body: string): Promise<ChildProcess> {
-  const code = `
-    import Fastify from 'fastify';
-    const body = process.env.BENCH_BODY;
-    const app = Fastify({ logger: false });
-    app.get('/v1/jobs/:id', async (_request, reply) => {
-      reply.header('content-type', 'application/json; charset=utf-8');
-      return body;
-    });
-    await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_PORT) });
-    console.log('listening');
-  `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, BENCH_BODY: body, BENCH_PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.once('line', () => resolve());
-    child.once('exit', (exitCode) => reject(new Error(`bare server exited: ${exitCode}`)));
-  });
-  return child;
-}
-
 async function measure(
   label: string,
   url: string,
   headers: Record<string, string>,
 ): Promise<Measurement> {
   if (WARMUP_SEC > 0) {
-    await autocannon({ url, headers, connections: CONNECTIONS, duration: WARMUP_SEC });
+    await loadReads({ url, headers, connections: CONNECTIONS, seconds: WARMUP_SEC });
   }
   log(`measuring ${label} for ${DURATION_SEC} s`);
-  const result = await autocannon({
-    url,
-    headers,
-    connections: CONNECTIONS,
-    duration: DURATION_SEC,
-  });
   return {
     label,
-    requestsPerSec: result.requests.total / DURATION_SEC,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    ...(await loadReads({ url, headers, connections: CONNECTIONS, seconds: DURATION_SEC })),
   };
 }
 

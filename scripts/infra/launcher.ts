@@ -29,6 +29,8 @@ export interface ServerProcess {
   /** The program's path; a leftover process is recognised by it. */
   file: string;
   pid(): number | undefined;
+  /** Where it serves Prometheus metrics over HTTP, when it does (FerretDB). */
+  metricsUrl?: string;
   /** Stops the server and starts it again on the same port with the same data. */
   restart(): Promise<void>;
 }
@@ -54,6 +56,7 @@ interface ServerDefinition {
   user?: string;
   /** True once the server answers. */
   probe: () => Promise<boolean>;
+  metricsUrl?: string;
   /** The signal that stops it, from its launcher or at its launcher's death (PostgreSQL: SIGINT,
    * its fast shutdown; SIGTERM waits for every client to leave). */
   stopSignal?: NodeJS.Signals;
@@ -73,6 +76,10 @@ class LaunchedServer implements ServerProcess {
 
   get file(): string {
     return this.definition.file;
+  }
+
+  get metricsUrl(): string | undefined {
+    return this.definition.metricsUrl;
   }
 
   pid(): number | undefined {
@@ -195,7 +202,7 @@ async function startNats(dataDir: string, launch: Launch): Promise<string> {
  */
 async function startMongoWire(dataDir: string, launch: Launch): Promise<string> {
   const postgresPort = await startPostgres(dataDir, launch);
-  const port = await freePort();
+  const [port, debugPort] = await Promise.all([freePort(), freePort()]);
   const stateDir = join(dataDir, 'ferretdb');
   await mkdir(stateDir, { recursive: true });
   await launch({
@@ -206,12 +213,15 @@ async function startMongoWire(dataDir: string, launch: Launch): Promise<string> 
       `--postgresql-url=postgres://postgres@127.0.0.1:${postgresPort}/postgres`,
       `--state-dir=${stateDir}`,
       `--listen-addr=127.0.0.1:${port}`,
-      // The debug HTTP server would take a fixed port and collide between parallel stacks.
-      '--debug-addr=-',
+      // The debug HTTP server (metrics, pprof) on a free loopback port, not its fixed default
+      // that parallel stacks would collide on: benchmarks count MongoDB commands from its
+      // ferretdb_client_requests_total.
+      `--debug-addr=127.0.0.1:${debugPort}`,
       '--telemetry=disable',
       '--log-level=warn',
     ],
     probe: () => tcpOpen(port),
+    metricsUrl: `http://127.0.0.1:${debugPort}/debug/metrics`,
   });
   return `mongodb://127.0.0.1:${port}/`;
 }

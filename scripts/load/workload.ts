@@ -20,6 +20,8 @@ export interface JobKind {
   body: Record<string, unknown>;
   /** Credits one job of this kind reserves. */
   credits: number;
+  /** The bytes the job works on (the upload, or the text as UTF-8): the same work run bare. */
+  input: Buffer;
 }
 
 export const JOB_KIND_NAMES = [
@@ -34,7 +36,7 @@ export const JOB_KIND_NAMES = [
 export type JobKindName = (typeof JOB_KIND_NAMES)[number];
 
 /** A paragraph of prose repeated to a size: trim has real work to do, the result is checkable. */
-function prose(bytes: number): string {
+export function prose(bytes: number): string {
   const paragraph =
     'Tamp  compresses   audio, images and text…  It keeps every word,\tnumber (42) and emoji 🙂 in order.\n\n\n';
   return paragraph.repeat(Math.ceil(bytes / Buffer.byteLength(paragraph))).slice(0, bytes);
@@ -75,6 +77,7 @@ export async function prepareWorkload(
       path: '/v1/image',
       body: { imageId, preset: 'thumbnail' },
       credits: creditCost('image', bytes.length),
+      input: bytes,
     });
   }
   if (wanted.has('image-avif')) {
@@ -87,6 +90,7 @@ export async function prepareWorkload(
       path: '/v1/image',
       body: { imageId, operations: [{ type: 'encode', params: { format: 'avif', quality: 50 } }] },
       credits: creditCost('image', bytes.length),
+      input: bytes,
     });
   }
   for (const [name, seconds] of [
@@ -104,6 +108,7 @@ export async function prepareWorkload(
       path: '/v1/audio',
       body: { audioId, preset: 'podcast' },
       credits: creditCost('audio', bytes.length),
+      input: bytes,
     });
   }
   return kinds;
@@ -117,5 +122,6 @@ function textKind(name: JobKindName, mode: 'inline' | 'queued', text: string): J
     path: '/v1/text',
     body: { text, preset: 'medium' },
     credits: creditCost('text', Buffer.byteLength(text)),
+    input: Buffer.from(text, 'utf8'),
   };
 }

@@ -119,7 +119,7 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
  * libvips on glibc's allocator fragments memory over long runs; the image worker preloads
  * jemalloc (provisioned as libjemalloc2) as its container image does.
  */
-function imageWorkerAllocatorEnv(): Record<string, string> {
+export function imageWorkerAllocatorEnv(): Record<string, string> {
   const recommended = recommendedImageWorkerEnv();
   return existsSync(recommended.LD_PRELOAD)
     ? { ...recommended }
