@@ -13,9 +13,20 @@ export type { Registry };
 export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({
+    register: registry,
+    eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+  });
   return registry;
 }
+
+/**
+ * How often the event-loop delay is sampled. prom-client's default (10 ms) wakes every process
+ * 100 times a second, about 2.4 ms of CPU per second each, most of what an idle stack of ten
+ * processes spent; at 100 ms it costs under 0.5 ms, and a lag worth alerting on
+ * (TampEventLoopLag: p99 over 0.5 s) still shows in full.
+ */
+const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** A counter on `registry`, incremented with exactly the labels named. */
 function counter<Label extends string>(
