@@ -53,7 +53,7 @@ export async function startJobService(
     new JobRepository(dependencies.readDb ?? db),
     store,
     settings.cursorSecret,
-    jobs,
+    admissions,
   );
   const admission = new JobAdmission({
     jobs,

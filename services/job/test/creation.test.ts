@@ -1,5 +1,6 @@
 import type { Subscription } from '@nats-io/nats-core';
 import { billingEndpoints, creditCost, jobEndpoints, KB, MB, newId } from '@tamp/proto';
+import { ulid } from 'ulid';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMISSIONS_COLLECTION,
@@ -306,34 +307,43 @@ describe('money under any timing', () => {
     expect(answer.details).toEqual({ outcome: 'not-created' });
   });
 
-  it('settles a job id that a creation never answered for when it is read, for good', async () => {
+  it('answers for good, without writing, that an old id holding nothing was never created', async () => {
     const accountId = newAccount();
     harness.credits.set(accountId, 10);
     // The gateway timed out (503, outcome unknown, this id); the job service never answered.
     const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
-    const request = audioRequest(accountId, uploadId);
-    const answer = await errorOf(read(accountId, request.jobId));
+    const fresh = audioRequest(accountId, uploadId);
+    // While a creation of it could still be under way, the answer is not final.
+    const early = await errorOf(read(accountId, fresh.jobId));
+    expect([early.code, early.details]).toEqual(['JOB_NOT_FOUND', undefined]);
+
+    const old = { ...fresh, jobId: `job_${ulid(Date.now() - 3 * 60_000)}` };
+    const answer = await errorOf(read(accountId, old.jobId));
     expect([answer.code, answer.details]).toEqual(['JOB_NOT_FOUND', { outcome: 'not-created' }]);
-    // The creation arrives after all (a stalled request): it finds the id taken and gives
-    // its reservation back instead of creating what the client was told does not exist.
-    const late = await errorOf(harness.createJob(request));
+    // The creation arrives after all (a stalled request): too old to start, nothing written.
+    const late = await errorOf(harness.createJob(old));
     expect([late.code, late.details]).toEqual([
       'UNAVAILABLE',
-      { jobId: request.jobId, outcome: 'not-created' },
+      { jobId: old.jobId, outcome: 'not-created' },
     ]);
-    expect(await jobsOf(accountId)).toBe(0);
-    await expect.poll(() => harness.credits.get(accountId), { timeout: 10_000 }).toBe(10);
-    // Another account asking for the id learns nothing about it.
-    const stranger = await errorOf(read(newAccount(), request.jobId));
-    expect([stranger.code, stranger.details]).toEqual(['JOB_NOT_FOUND', undefined]);
+    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+    expect(await admissions().countDocuments({ accountId })).toBe(0);
+    expect(harness.credits.get(accountId)).toBe(10);
   });
 
-  it('does not write for an id minted long ago', async () => {
+  it('says nothing about another account’s abandoned creation', async () => {
     const accountId = newAccount();
-    const ancient = 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV'; // minted in 2016
-    const answer = await errorOf(read(accountId, ancient));
-    expect([answer.code, answer.details]).toEqual(['JOB_NOT_FOUND', undefined]);
-    expect(await harness.db.collection(JOBS_COLLECTION).countDocuments({ accountId })).toBe(0);
+    harness.credits.set(accountId, 10);
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId);
+    harness.reserveDelayMs = 3_000;
+    try {
+      await errorOf(harness.createJob(request, { deadline: Date.now() + 1_500 }));
+    } finally {
+      harness.reserveDelayMs = 0;
+    }
+    const stranger = await errorOf(read(newAccount(), request.jobId));
+    expect([stranger.code, stranger.details]).toEqual(['JOB_NOT_FOUND', undefined]);
   });
 });
 

@@ -113,7 +113,7 @@ export class JobSubmissions {
 /**
  * A creation that failed without the job service settling it (no answer in time: it may have
  * died or stalled mid-creation) has an unknown outcome; the answer says so and names the job id,
- * which GET /v1/jobs/<id> settles (docs/decisions.md#when-a-creation-fails). Answers the job
+ * which GET /v1/jobs/<id> then tells (docs/decisions.md#when-a-creation-fails). Answers the job
  * service gave itself already carry their outcome.
  */
 function namingTheJob(error: unknown, jobId: string): unknown {

@@ -6,6 +6,7 @@ import {
   creationOutcomeUnknown,
   creditCost,
   LIMITS,
+  mintedAt,
   type PublicJob,
   ServiceError,
   uploadEndpoints,
@@ -16,7 +17,12 @@ import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
 import { imageInputFitsInline, type Route } from '../domain/inline';
-import { inputBytesOf, type JobDocument, resultExpiryHourOf } from '../domain/job';
+import {
+  inputBytesOf,
+  type JobDocument,
+  MAX_CREATION_AGE_MS,
+  resultExpiryHourOf,
+} from '../domain/job';
 import { normalizeMetrics } from '../domain/metrics';
 import { newJob } from '../domain/new-job';
 import { publicJobOf } from '../domain/representation';
@@ -89,6 +95,16 @@ export class JobAdmission {
     deadline: number,
     known: { upload?: ConsumedUpload | undefined; claimId?: string } = {},
   ): Promise<CreateJobAnswer> {
+    // A creation ends within MAX_CREATION_AGE_MS of its id's minting, so a read can tell an id
+    // that will never hold a job (JobReads).
+    const minted = mintedAt(request.jobId);
+    if (Date.now() - minted > MAX_CREATION_AGE_MS) {
+      throw creationNotCreated(
+        unavailable('The request is too old to create its job'),
+        request.jobId,
+      );
+    }
+    deadline = Math.min(deadline, minted + MAX_CREATION_AGE_MS);
     const upload =
       request.source.kind === 'upload'
         ? (known.upload ?? (await this.consumeUpload(request, deadline)))

@@ -10,9 +10,10 @@ import {
   type PublicJobSummary,
   ServiceError,
 } from '@tamp/proto';
+import type { AdmissionRepository } from '../adapters/admission-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import { type CursorScope, decodeCursor, encodeCursor } from '../domain/cursor';
-import { type AbandonedCreation, isAbandonedCreation, type JobDocument } from '../domain/job';
+import { isAbandonedCreation, type JobDocument, MAX_CREATION_AGE_MS } from '../domain/job';
 import {
   outputToResolve,
   publicJobOf,
@@ -21,13 +22,6 @@ import {
 } from '../domain/representation';
 
 type ListRequest = EndpointRequest<(typeof jobEndpoints)['listJobs']>;
-
-/**
- * How far from now an id's minting time may lie for a read of it to settle it. A creation
- * lasts at most its budget; a day leaves room for clock skew and stalls, and keeps what a
- * client can make this service write bounded to recent ids of its own account.
- */
-const SETTLE_ON_READ_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** `getJob`, `listJobs`, and the representation every creation answer uses. */
 export class JobReads {
@@ -39,43 +33,37 @@ export class JobReads {
     private readonly jobs: JobRepository,
     private readonly store: ObjectStore,
     private readonly cursorSecret: string,
-    /** The writing connection's jobs, to settle an unknown id a reader asks for. */
-    private readonly creations: Pick<JobRepository, 'abandonCreation'>,
+    /** Open creations, to tell an id still being created from one that never will be. */
+    private readonly admissions: Pick<AdmissionRepository, 'find'>,
   ) {}
 
   async getJob(accountId: string, jobId: string): Promise<PublicJob> {
     // A malformed id or another account's job is just as unknown as a missing one.
-    const job = isId('job', jobId)
-      ? ((await this.jobs.findOfAccount(accountId, jobId)) ??
-        (await this.settleUnknown(accountId, jobId)))
-      : null;
-    if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
-    if (isAbandonedCreation(job)) {
-      // The answer a client polls for after a creation answered 503 with this id: final.
+    if (!isId('job', jobId)) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
+    const job = await this.jobs.findOfAccount(accountId, jobId);
+    // The answer a client polls for after a creation answered 503 with this id: final.
+    if (job === null ? await this.neverCreated(jobId) : isAbandonedCreation(job)) {
       throw new ServiceError(
         'JOB_NOT_FOUND',
-        `No job ${jobId}: its creation was given up; nothing was created or charged`,
+        `No job ${jobId}: it was not created and never will be; nothing was charged`,
         { outcome: 'not-created' },
       );
+    }
+    if (job === null || isAbandonedCreation(job)) {
+      throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
     }
     return this.represent(job);
   }
 
   /**
-   * An id of this account with no job may be one a failed creation answered with (a 503 names
-   * its job id, outcome unknown). Asking for it settles it, so the answer is final: the id is
-   * taken as not created unless its job turned out stored. Ids minted outside the window cannot
-   * belong to a creation still in flight and are not written for.
+   * Whether nothing can ever be created under an id that holds nothing: no creation of it is
+   * open (no admission), and it is too old for one to start (JobAdmission refuses creations of
+   * ids minted longer ago than MAX_CREATION_AGE_MS, and a creation stores its job only before its
+   * deadline). A read decides this without writing anything.
    */
-  private async settleUnknown(
-    accountId: string,
-    jobId: string,
-  ): Promise<JobDocument | AbandonedCreation | null> {
-    if (Math.abs(Date.now() - mintedAt(jobId)) > SETTLE_ON_READ_WINDOW_MS) return null;
-    const settled = await this.creations.abandonCreation(jobId, accountId, new Date());
-    const found = settled.outcome === 'abandoned' ? settled.entry : settled.job;
-    // Whatever holds the id, another account's is as unknown as nothing.
-    return found.accountId === accountId ? found : null;
+  private async neverCreated(jobId: string): Promise<boolean> {
+    if (Date.now() - mintedAt(jobId) <= MAX_CREATION_AGE_MS) return false;
+    return (await this.admissions.find(jobId)) === null;
   }
 
   /** The public job, with a freshly signed 1-hour URL or the output text when completed. */

@@ -90,6 +90,16 @@ export function isAbandonedCreation(
   return 'abandonedAt' in entry;
 }
 
+/**
+ * How long after its id was minted a creation may still start: older ones are refused before
+ * anything is written, and deadlines are cut to it. So an id this old that holds nothing and has
+ * no open admission can never hold a job, which is how a read answers "not created" for good
+ * without writing (docs/decisions.md#when-a-creation-fails). Well above the creation budget
+ * (25 s) and any clock skew between the gateway that mints ids and the job service; about when
+ * the reconciler has settled abandoned admissions too (deadline + JOB_ABANDON_AFTER_MS).
+ */
+export const MAX_CREATION_AGE_MS = 2 * 60 * 1000;
+
 /** The hour bucket in which the result of a job completed at `completedAt` expires. */
 export function resultExpiryHourOf(completedAt: Date): string {
   return expiryHourOf(completedAt, LIMITS.resultRetentionMs);
