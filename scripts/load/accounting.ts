@@ -17,11 +17,14 @@ export interface Accounting {
   /** Accepted by the API but absent from the job list: lost. */
   lost: number;
   /**
-   * In the job list, but no answer the client got named it: created behind a 503 or a lost
-   * answer (docs/decisions.md, the known gap next to "A 503 means nothing was created").
-   * Reported, not yet a violation.
+   * In the job list, but no answer the client got named it (a 503 without the job id, a lost
+   * answer): a job the client cannot know it has, and may pay for twice.
    */
   unanswered: number;
+  /** Named by a failed creation as not created (or settled so when read), yet existing. */
+  createdThoughToldNot: number;
+  /** Named with outcome unknown and never settled by reading them. */
+  unsettled: number;
   /** Jobs with other than one terminal event (none, or two). */
   eventMismatches: number;
   /** Jobs with other than one applied reservation. */
@@ -87,6 +90,10 @@ export async function auditBooks(
     unfinished: jobs.length - completed.length - failed.length,
     lost: [...accepted].filter((id) => !byId.has(id)).length,
     unanswered: jobs.filter((job) => !accepted.has(job.id)).length,
+    createdThoughToldNot: creations
+      .flatMap((creation) => creation.notCreated)
+      .filter((jobId) => byId.has(jobId)).length,
+    unsettled: creations.flatMap((creation) => creation.unsettled).length,
     eventMismatches: jobs.filter((job) => {
       const seen = events.get(job.id) ?? { completed: 0, failed: 0 };
       return job.status === 'completed'
@@ -131,6 +138,11 @@ export async function auditSettledBooks(
 export function violations(books: Accounting): string[] {
   const problems: string[] = [];
   if (books.lost > 0) problems.push(`${books.lost} accepted jobs are missing`);
+  if (books.unanswered > 0) problems.push(`${books.unanswered} jobs no answer named`);
+  if (books.createdThoughToldNot > 0)
+    problems.push(`${books.createdThoughToldNot} jobs exist that an answer said were not created`);
+  if (books.unsettled > 0)
+    problems.push(`${books.unsettled} creations of unknown outcome never settled when read`);
   if (books.unfinished > 0) problems.push(`${books.unfinished} jobs never finished`);
   if (books.eventMismatches > 0)
     problems.push(`${books.eventMismatches} jobs without exactly one terminal event`);

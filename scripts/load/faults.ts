@@ -16,6 +16,7 @@ export const FAULTS = [
   'kill-worker-text',
   'kill-worker-audio',
   'kill-job',
+  'kill-job-mid-creation',
   'kill-billing',
   'pause-nats',
   'pause-ferretdb',
@@ -48,6 +49,10 @@ export async function injectFault(
   const target = rest.join('-');
   let midJob: boolean | undefined;
   let readyDuringPause: boolean | undefined;
+  if (fault === 'kill-job-mid-creation') {
+    await killJobServiceMidCreation(stack, probe);
+    return { fault, recoverySec: await probe.untilHealthy() };
+  }
   switch (action) {
     case 'kill': {
       const service = target as ServiceName;
@@ -81,6 +86,25 @@ export async function injectFault(
     ...(readyDuringPause !== undefined && { readyDuringPause }),
     recoverySec,
   };
+}
+
+/** Inline creations sent over a second, every 50 ms; the job service is killed halfway. */
+const MID_CREATION_REQUESTS = 20;
+const MID_CREATION_SPACING_MS = 50;
+
+/**
+ * SIGKILL of the job service while inline creations are inside it (admitted, reserved, at the
+ * worker, storing): the answers those creations get must be true (docs/decisions.md#when-a-creation-fails),
+ * which the audit checks; the client reads a job named with outcome unknown before creating again.
+ */
+async function killJobServiceMidCreation(stack: BenchStack, probe: Probe): Promise<void> {
+  const sending = Array.from({ length: MID_CREATION_REQUESTS }, async (_, index) => {
+    await sleep(index * MID_CREATION_SPACING_MS);
+    return probe.createInline();
+  });
+  await sleep((MID_CREATION_REQUESTS * MID_CREATION_SPACING_MS) / 2);
+  process.kill(servicePid(stack, 'job'), 'SIGKILL');
+  await Promise.all(sending);
 }
 
 /** A service's /readyz verdict (it names the dependency that is down when it says no). */
@@ -157,6 +181,16 @@ export class Probe {
     private readonly target: { baseUrl: string; apiKey: string },
     private readonly kinds: JobKind[],
   ) {}
+
+  /** One inline creation of the first probe kind, as a client would retry it; audited too. */
+  async createInline(): Promise<Creation> {
+    const creation = await createWithRetries(
+      { ...this.target, requestTimeoutMs: 60_000, giveUpAfterMs: 120_000 },
+      this.kinds[0]!,
+    );
+    this.creations.push(creation);
+    return creation;
+  }
 
   /** Seconds until one round of probes succeeds, polling every 500 ms for at most `limitSec`. */
   async untilHealthy(limitSec = 180): Promise<number> {

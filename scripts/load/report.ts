@@ -22,6 +22,8 @@ export interface TrafficSummary {
   networkErrors: number;
   /** Refused for a reason no retry fixes (a wrong request). */
   refused: number;
+  /** Failed creations that named their job id and its outcome (not created, or unknown). */
+  failuresNamingTheJob: number;
   creationP50Ms: number;
   creationP99Ms: number;
 }
@@ -43,6 +45,10 @@ export function summarizeCreations(creations: readonly Creation[]): TrafficSumma
     networkErrors: count(0),
     refused: creations.filter((creation) => creation.error !== null && creation.jobId === null)
       .length,
+    failuresNamingTheJob: creations.reduce(
+      (sum, c) => sum + c.notCreated.length + c.unsettled.length + (c.foundAfterUnknown ? 1 : 0),
+      0,
+    ),
     creationP50Ms: Math.round(percentile(latencies, 0.5)),
     creationP99Ms: Math.round(percentile(latencies, 0.99)),
   };

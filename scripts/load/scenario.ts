@@ -189,10 +189,10 @@ export function formatReport(report: ScenarioReport): string {
   const { books, traffic, outcomes } = report;
   return [
     `burst: ${report.burst.keys} keys → ${report.burst.jobs} jobs`,
-    `creations: ${traffic.creations}, accepted ${traffic.accepted}, given up ${traffic.notAccepted}, refused ${traffic.refused}`,
+    `creations: ${traffic.creations}, accepted ${traffic.accepted}, given up ${traffic.notAccepted}, refused ${traffic.refused}, failures naming their job ${traffic.failuresNamingTheJob}`,
     `answers: 503 × ${traffic.answers503} (${traffic.answers503WithoutRetryAfter} without Retry-After), 409 × ${traffic.answers409}, 429 × ${traffic.answers429}, client time-outs ${traffic.timeouts}, network errors ${traffic.networkErrors}`,
     `creation latency (retries included): p50 ${traffic.creationP50Ms} ms, p99 ${traffic.creationP99Ms} ms`,
-    `jobs: ${books.jobs} (completed ${outcomes.completed}, failed ${outcomes.failed}, unfinished ${outcomes.unfinished}; no answer named ${books.unanswered}); throughput ${report.throughputPerSecond} jobs/s`,
+    `jobs: ${books.jobs} (completed ${outcomes.completed}, failed ${outcomes.failed}, unfinished ${outcomes.unfinished}; no answer named ${books.unanswered}; told not created yet existing ${books.createdThoughToldNot}; unsettled ${books.unsettled}); throughput ${report.throughputPerSecond} jobs/s`,
     ...(outcomes.failures.length > 0 ? [`failures: ${outcomes.failures.join('; ')}`] : []),
     `credits charged ${books.creditsCharged}, completed jobs worth ${books.creditsOfCompletedJobs}; lost ${books.lost}, event mismatches ${books.eventMismatches}, reservation mismatches ${books.reservationMismatches}, refund mismatches ${books.refundMismatches}, orphan reservations ${books.orphanReservations}`,
     '',

@@ -46,6 +46,15 @@ export interface Creation {
   retryAfterMissing: number;
   /** Errors answered that are not retried (4xx other than 409/429): the request was wrong. */
   error: string | null;
+  /**
+   * Job ids failed creations named (docs/decisions.md#when-a-creation-fails), by what they
+   * said or what reading the id then settled: none of the `notCreated` may ever exist.
+   */
+  notCreated: string[];
+  /** Named with outcome `unknown`, and still unsettled when this client gave up. */
+  unsettled: string[];
+  /** Named with outcome `unknown`, then found to exist when read: this creation's job. */
+  foundAfterUnknown: boolean;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -96,10 +105,31 @@ export async function createWithRetries(
     retryAfterPresent: 0,
     retryAfterMissing: 0,
     error: null,
+    notCreated: [],
+    unsettled: [],
+    foundAfterUnknown: false,
   };
   for (let attempt = 0; attempt < 1_000 && performance.now() < giveUpAt; attempt++) {
     const answer = await send(options, kind, creation.idempotencyKey);
     creation.statuses.push(answer.status);
+    if (answer.outcome?.outcome === 'unknown') {
+      // As the contract asks: read the named job before creating anything again.
+      const settled = await settleCreation(options, answer.outcome.jobId);
+      if (settled === 'unsettled') {
+        creation.unsettled.push(answer.outcome.jobId);
+        break;
+      }
+      if (settled !== 'not-created') {
+        creation.jobId = answer.outcome.jobId;
+        creation.acceptedStatus = 200;
+        creation.statusAtCreation = settled.status;
+        creation.foundAfterUnknown = true;
+        break;
+      }
+      creation.notCreated.push(answer.outcome.jobId);
+    } else if (answer.outcome?.outcome === 'not-created') {
+      creation.notCreated.push(answer.outcome.jobId);
+    }
     if (answer.status === 200 || answer.status === 202) {
       creation.jobId = answer.jobId;
       creation.acceptedStatus = answer.status;
@@ -135,6 +165,42 @@ interface Answer {
   jobStatus: string | null;
   retryAfterMs: number | null;
   error: string | null;
+  /** What a failed creation said of its job, when it named one. */
+  outcome: { jobId: string; outcome: 'not-created' | 'unknown' } | null;
+}
+
+/** Longer than the job service takes to settle any creation (about 2 minutes). */
+const SETTLE_WITHIN_MS = 4 * 60_000;
+
+/**
+ * Reads the job a creation named with outcome unknown until it is settled: the job (it was
+ * created after all), or `not-created` (404 saying so, final).
+ */
+async function settleCreation(
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey'>,
+  jobId: string,
+): Promise<{ status: string } | 'not-created' | 'unsettled'> {
+  const giveUpAt = performance.now() + SETTLE_WITHIN_MS;
+  for (let attempt = 0; attempt < 100 && performance.now() < giveUpAt; attempt++) {
+    try {
+      const response = await fetch(`${options.baseUrl}/v1/jobs/${jobId}`, {
+        headers: { authorization: `Bearer ${options.apiKey}` },
+        signal: AbortSignal.timeout(30_000),
+      });
+      const body = (await response.json().catch(() => ({}))) as {
+        data?: { status: string };
+        error?: { details?: { outcome?: string } };
+      };
+      if (response.status === 200 && body.data !== undefined) return body.data;
+      if (response.status === 404 && body.error?.details?.outcome === 'not-created') {
+        return 'not-created';
+      }
+    } catch {
+      // Not answering yet (the job service is restarting): read again.
+    }
+    await sleep(Math.min(MAX_RETRY_WAIT_MS, 500 * 2 ** Math.min(attempt, 4)));
+  }
+  return 'unsettled';
 }
 
 async function send(
@@ -156,15 +222,24 @@ async function send(
     });
     const body = (await response.json().catch(() => ({}))) as {
       data?: { id?: string; status?: string };
-      error?: { code?: string; message?: string };
+      error?: {
+        code?: string;
+        message?: string;
+        details?: { jobId?: string; outcome?: 'not-created' | 'unknown' };
+      };
     };
     const retryAfter = response.headers.get('retry-after');
+    const details = body.error?.details;
     return {
       status: response.status,
       jobId: body.data?.id ?? null,
       jobStatus: body.data?.status ?? null,
       retryAfterMs: retryAfter === null ? null : Number(retryAfter) * 1000,
       error: body.error === undefined ? null : `${body.error.code}: ${body.error.message}`,
+      outcome:
+        details?.jobId !== undefined && details.outcome !== undefined
+          ? { jobId: details.jobId, outcome: details.outcome }
+          : null,
     };
   } catch (error) {
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
@@ -174,6 +249,7 @@ async function send(
       jobStatus: null,
       retryAfterMs: null,
       error: String(error),
+      outcome: null,
     };
   }
 }

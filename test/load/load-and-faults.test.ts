@@ -7,7 +7,8 @@ import { formatReport, runScenario, type ScenarioReport } from '../../scripts/lo
  * The short form of the load-and-fault suite (the long form is scripts/load/run.ts): a stack
  * of its own, since its faults stop the servers; a burst of keyed twins; then a mixed stream
  * above what the workers drain while every fault is injected once: each worker SIGKILLed
- * mid-job, the job and billing services SIGKILLed, NATS, FerretDB, PostgreSQL and MinIO
+ * mid-job, the job and billing services SIGKILLed (the job service once more while inline
+ * creations are inside it), NATS, FerretDB, PostgreSQL and MinIO
  * paused for 15 s, NATS restarted. Then the books: nothing lost, each job terminal once,
  * charged once, credits exact, and normal service back within 30 s of every fault.
  */
@@ -54,6 +55,19 @@ describe('under a burst, a sustained stream and every fault', () => {
 
   it('answers every 503 with Retry-After', () => {
     expect(report.traffic.answers503WithoutRetryAfter).toBe(0);
+  });
+
+  it('tells the truth about every creation, the job service killed mid-creation included', () => {
+    // Every job is one some answer named; none exists that an answer said was not created;
+    // every creation of unknown outcome was settled by reading its job.
+    expect(report.books.unanswered).toBe(0);
+    expect(report.books.createdThoughToldNot).toBe(0);
+    expect(report.books.unsettled).toBe(0);
+    expect(report.faults.map((fault) => fault.fault)).toContain('kill-job-mid-creation');
+  });
+
+  it('gives up on few creations: each fault costs at most a handful', () => {
+    expect(report.traffic.notAccepted).toBeLessThanOrEqual(report.faults.length * 3);
   });
 
   it('killed every worker while it ran a job', () => {
