@@ -1,0 +1,132 @@
+/**
+ * Where a job's CPU goes inside the Node services: every service runs with V8's sampling
+ * profiler (`--cpu-prof`) while one kind of job runs at saturation, and each service's profile
+ * is summarized by self time per package (a dependency in node_modules, Node's own internals,
+ * or a folder of this repository). Complements scripts/bench/job-cost.ts, which says how much
+ * CPU each process spends; this says on what.
+ *
+ *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline] [--seconds 20]
+ *
+ * Loopback only; the profiles are written to a temporary folder and removed afterwards.
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startBenchStack } from '../bench/bench-stack';
+import { PROJECT_ROOT } from '../infra/provision';
+import { runInlineLoop, runQueuedBurst } from '../load/capacity';
+import { table } from '../load/report';
+import { JOB_KIND_NAMES, type JobKindName, prepareWorkload } from '../load/workload';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  hitCount?: number;
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+}
+
+const log = (message: string) => process.stderr.write(`[cpu-profile] ${message}\n`);
+
+/** The package a frame belongs to: a dependency, Node itself, V8's own work, or a repo folder. */
+function packageOf(url: string, functionName: string): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
+  if (url.startsWith('node:')) return 'node internals';
+  const path = url.replace(/^file:\/\//, '');
+  const dependency = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
+  if (dependency !== null) return dependency[1]!;
+  const inRepo = relative(PROJECT_ROOT, path);
+  if (!inRepo.startsWith('..')) return inRepo.split('/').slice(0, 3).join('/');
+  return path;
+}
+
+/** Self time per package in ms, and the profile's duration, from one .cpuprofile. */
+function summarize(profile: CpuProfile): { durationMs: number; byPackage: Map<string, number> } {
+  const durationMs = (profile.endTime - profile.startTime) / 1000;
+  const totalHits = profile.samples.length;
+  const byPackage = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const hits = node.hitCount ?? 0;
+    if (hits === 0) continue;
+    const name = packageOf(node.callFrame.url, node.callFrame.functionName);
+    byPackage.set(name, (byPackage.get(name) ?? 0) + (hits / totalHits) * durationMs);
+  }
+  return { durationMs, byPackage };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      kind: { type: 'string', default: 'text-inline' },
+      seconds: { type: 'string', default: '20' },
+    },
+  });
+  const kindName = values.kind as JobKindName;
+  if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${kindName}`);
+  const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
+  const stack = await startBenchStack({
+    name: 'cpu-profile',
+    toolsProfile: 'stack',
+    log,
+    env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` },
+  });
+  let jobs = 0;
+  // Profiles are named after the process id; the services are named here before they stop.
+  const serviceOf = new Map(
+    stack.services.services.map((service) => [service.pid() ?? -1, service.name] as const),
+  );
+  try {
+    const [kind] = await prepareWorkload(stack, stack.apiKey, [kindName]);
+    const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
+    log(`running ${kindName} for about ${values.seconds} s`);
+    const run =
+      kind!.mode === 'inline'
+        ? await runInlineLoop(target, kind!, Number(values.seconds))
+        : await runQueuedBurst(target, kind!, Number(values.seconds) * 5);
+    jobs = run.finished.filter((job) => job.status === 'completed').length;
+  } finally {
+    // Profiles are written when each service exits, so the stack stops first.
+    await stack.stop();
+  }
+  await report(profileDir, jobs, serviceOf);
+  await rm(profileDir, { recursive: true, force: true });
+}
+
+/** One row per service: its top packages by self time per completed job. */
+async function report(
+  profileDir: string,
+  jobs: number,
+  serviceOf: ReadonlyMap<number, string>,
+): Promise<void> {
+  const rows: Record<string, string | number>[] = [];
+  for (const file of await readdir(profileDir)) {
+    if (!file.endsWith('.cpuprofile')) continue;
+    const profile = JSON.parse(await readFile(join(profileDir, file), 'utf8')) as CpuProfile;
+    const { byPackage } = summarize(profile);
+    const busy = [...byPackage].filter(([name]) => name !== '(idle)' && name !== '(program)');
+    const total = busy.reduce((sum, [, ms]) => sum + ms, 0);
+    if (total < jobs * 0.1) continue; // the launcher and idle helpers
+    const top = busy
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([name, ms]) => `${name} ${(ms / jobs).toFixed(2)}`)
+      .join(', ');
+    // CPU.<date>.<time>.<pid>.<thread>.<sequence>.cpuprofile
+    const [, , , pid, thread] = file.split('.');
+    const name = serviceOf.get(Number(pid)) ?? `pid ${pid}`;
+    rows.push({
+      service: thread === '0' ? name : `${name} (thread ${thread})`,
+      'ms/job on this thread': (total / jobs).toFixed(2),
+      'top packages (self ms/job)': top,
+    });
+  }
+  process.stdout.write(`${jobs} jobs\n${table(rows)}\n`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
