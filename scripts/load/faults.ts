@@ -28,8 +28,11 @@ export type FaultName = (typeof FAULTS)[number];
 
 export interface FaultOutcome {
   fault: FaultName;
-  /** For pauses: what the job service's /readyz said while the server was stopped. */
-  readyDuringPause?: boolean;
+  /**
+   * For pauses: what the job service's /readyz answered while the server was stopped: `ready`,
+   * the dependencies a 503 named, or `no answer` (a probe that times out is not an answer).
+   */
+  readinessDuringPause?: string;
   /** Whether a worker was running a job when it was killed (kill-worker-* only). */
   midJob?: boolean;
   /** Seconds from the end of the fault (process resumed, restarted or dead) to normal answers. */
@@ -48,7 +51,7 @@ export async function injectFault(
   const [action, ...rest] = fault.split('-');
   const target = rest.join('-');
   let midJob: boolean | undefined;
-  let readyDuringPause: boolean | undefined;
+  let readinessDuringPause: string | undefined;
   if (fault === 'kill-job-mid-creation') {
     await killJobServiceMidCreation(stack, probe);
     return { fault, recoverySec: await probe.untilHealthy() };
@@ -68,7 +71,7 @@ export async function injectFault(
       for (const pid of pids) signalIfAlive(pid, 'SIGSTOP');
       try {
         await sleep(pauseMs / 2);
-        readyDuringPause = await isReady(stack, 'job');
+        readinessDuringPause = await readiness(stack, 'job');
         await sleep(pauseMs / 2);
       } finally {
         for (const pid of pids.toReversed()) signalIfAlive(pid, 'SIGCONT');
@@ -83,7 +86,7 @@ export async function injectFault(
   return {
     fault,
     ...(midJob !== undefined && { midJob }),
-    ...(readyDuringPause !== undefined && { readyDuringPause }),
+    ...(readinessDuringPause !== undefined && { readinessDuringPause }),
     recoverySec,
   };
 }
@@ -107,17 +110,22 @@ async function killJobServiceMidCreation(stack: BenchStack, probe: Probe): Promi
   await Promise.all(sending);
 }
 
-/** A service's /readyz verdict (it names the dependency that is down when it says no). */
-async function isReady(stack: BenchStack, name: ServiceName): Promise<boolean> {
+/** A service's /readyz verdict: `ready`, the dependencies its 503 names (sorted), or `no answer`. */
+async function readiness(stack: BenchStack, name: ServiceName): Promise<string> {
   const service = stack.services.services.find((candidate) => candidate.name === name);
   try {
     const response = await fetch(`http://127.0.0.1:${service?.opsPort}/readyz`, {
       signal: AbortSignal.timeout(5_000),
     });
-    await response.body?.cancel();
-    return response.status === 200;
+    const body = (await response.json().catch(() => ({}))) as { failures?: object };
+    if (response.status === 200) return 'ready';
+    return (
+      Object.keys(body.failures ?? {})
+        .sort()
+        .join(',') || `${response.status}`
+    );
   } catch {
-    return false;
+    return 'no answer';
   }
 }
 

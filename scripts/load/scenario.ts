@@ -204,8 +204,7 @@ export function formatReport(report: ScenarioReport): string {
           report.faults.map((fault) => ({
             fault: fault.fault,
             'mid-job': fault.midJob === undefined ? '' : String(fault.midJob),
-            'ready while paused':
-              fault.readyDuringPause === undefined ? '' : String(fault.readyDuringPause),
+            '/readyz while paused': fault.readinessDuringPause ?? '',
             'recovery s': fault.recoverySec,
           })),
         ),
