@@ -398,6 +398,14 @@ describe('webhook service (local development policy, fast schedule)', () => {
     expect(await slice.rpc.call(webhookEndpoints.listDeliveries, { jobId: 'job_unknown' })).toEqual(
       { deliveries: [] },
     );
+    // A string the database cannot hold is just as unknown, not a failure.
+    const unstorable = 'job_\u0000';
+    expect(await slice.rpc.call(webhookEndpoints.listDeliveries, { jobId: unstorable })).toEqual({
+      deliveries: [],
+    });
+    expect(await slice.rpc.call(webhookEndpoints.redeliver, { jobId: unstorable })).toEqual({
+      scheduled: false,
+    });
   });
 });
 

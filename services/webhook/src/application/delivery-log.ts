@@ -1,4 +1,5 @@
 import type { Logger } from '@tamp/kit';
+import { isId } from '@tamp/proto';
 import type { DeliveryStore } from '../adapters/delivery-store';
 import type { WebhookEventName } from '../domain/payload';
 
@@ -10,8 +11,12 @@ export class DeliveryLog {
     private readonly logger: Logger,
   ) {}
 
+  /**
+   * An id that is not a job id has no deliveries: it is not looked up (a string the database
+   * cannot hold, such as one with U+0000, would fail the query instead of finding nothing).
+   */
   async list(jobId: string) {
-    const attempts = await this.store.listAttempts(jobId);
+    const attempts = isId('job', jobId) ? await this.store.listAttempts(jobId) : [];
     return {
       deliveries: attempts.map((attempt) => ({
         deliveryId: attempt._id,
@@ -29,6 +34,7 @@ export class DeliveryLog {
   }
 
   async redeliver(jobId: string, event: WebhookEventName | undefined) {
+    if (!isId('job', jobId)) return { scheduled: false };
     const reset = await this.store.redeliver(jobId, event, this.now());
     if (reset > 0) this.logger.info({ jobId, event, reset }, 'webhook redelivery scheduled');
     return { scheduled: reset > 0 };
