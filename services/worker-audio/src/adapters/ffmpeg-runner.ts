@@ -14,7 +14,7 @@ import {
   asFileUrl,
   buildProcessingPlan,
   type FfmpegInvocation,
-  type MeasurementMap,
+  type PlanMeasurement,
   renderFfmpegArgs,
 } from '../domain/ffmpeg-command';
 import { createProgressParser } from '../domain/ffmpeg-progress';
@@ -22,7 +22,6 @@ import {
   type AudioProbe,
   ebur128SummaryCollector,
   type LineCollector,
-  type Measurement,
   parseProbeOutput,
 } from '../domain/measurement-parsers';
 import { runTool } from './tool-process';
@@ -201,13 +200,13 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
     const runId = randomUUID();
     const partialOutput = join(workDir, `${runId}.partial.${plan.output.extension}`);
     const scratchFiles: string[] = [partialOutput];
-    const measurements = new Map<string, Measurement>();
+    const measurements = new Map<string, PlanMeasurement>();
     let passes = 0;
 
     const runPass = async (
       label: string,
       invocation: FfmpegInvocation,
-      collector: LineCollector<Measurement> | null,
+      collector: LineCollector<unknown> | null,
     ) => {
       passes += 1;
       const pass = passes;
@@ -237,7 +236,7 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
             if (snapshot && onProgress) {
               onProgress({
                 pass,
-                passCount: plan.steps.length,
+                passCount: plan.maxPasses,
                 label,
                 outTimeSec: snapshot.outTimeSec,
                 speed: snapshot.speed,
@@ -254,23 +253,27 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
     };
 
     try {
-      for (const step of plan.steps) {
-        if (step.kind === 'encode') {
-          await runPass(step.label, step.invocation(measurements), null);
+      let encoded = false;
+      // Bounded: every measurement pass adds a measurement the next pass no longer needs.
+      for (let attempt = 0; attempt < plan.maxPasses && !encoded; attempt++) {
+        const pass = plan.nextPass(measurements);
+        if (pass.kind === 'encode') {
+          await runPass(pass.label, pass.invocation, null);
+          encoded = true;
           continue;
         }
-        if (!step.shouldRun(measurements as MeasurementMap)) continue;
-        const collector = step.createCollector();
-        const run = await runPass(step.label, step.invocation(measurements), collector);
+        const collector = pass.createCollector();
+        const run = await runPass(pass.label, pass.invocation, collector);
         try {
-          measurements.set(step.key, collector.finish());
+          for (const [key, measured] of collector.finish()) measurements.set(key, measured);
         } catch (error) {
           if (error instanceof MeasurementParseError) {
-            throw new MeasurementFailedError(step.label, error.message, run.stderr);
+            throw new MeasurementFailedError(pass.label, error.message, run.stderr);
           }
           throw error;
         }
       }
+      if (!encoded) throw new Error(`no encode pass within ${plan.maxPasses} passes`);
       await moveFile(partialOutput, outputPath);
     } finally {
       await Promise.all(scratchFiles.map((file) => rm(file, { force: true })));

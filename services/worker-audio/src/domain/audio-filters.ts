@@ -73,8 +73,11 @@ export function silenceCutFilter(
 /** Sample-peak ceiling after loudness normalisation; leaves headroom for lossy overshoot. */
 export const LIMITER_CEILING_DB = -1.5;
 
-/** A correction pass is only worth it when the limiter cost more than this (LU). */
-export const LOUDNESS_TOLERANCE_LU = 0.5;
+/**
+ * Where a limited normalisation is measured, in dB over the gain that closes the measured
+ * loudness gap: all in one pass, one branch each (see `offsetReachingTarget`).
+ */
+export const LIMITER_PROBE_OFFSETS_DB: readonly number[] = [0, 3];
 
 /** One scan gives integrated loudness, loudness range and sample peak. */
 export function levelScanFilter(): string {
@@ -82,18 +85,13 @@ export function levelScanFilter(): string {
   return 'ebur128=peak=sample:framelog=verbose';
 }
 
-export function loudnessGainDb(
+/** The gain that would bring the measured level to the target; null for silence. */
+export function levelGapDb(
   operation: NormalizeOperation,
   measured: LoudnessSummary,
-  corrections: readonly LoudnessSummary[],
 ): number | null {
-  if (measured.integratedLufs === null) return null;
-  const target = operation.params.targetLevel;
-  let gain = target - measured.integratedLufs;
-  for (const correction of corrections) {
-    if (correction.integratedLufs !== null) gain += target - correction.integratedLufs;
-  }
-  return gain;
+  const level = operation.params.peakNormalize ? measured.peakDb : measured.integratedLufs;
+  return level === null ? null : operation.params.targetLevel - level;
 }
 
 /** True when the gain would push sample peaks over the ceiling, so a limiter must follow. */
@@ -101,30 +99,101 @@ export function loudnessNeedsLimiter(
   operation: NormalizeOperation,
   measured: LoudnessSummary,
 ): boolean {
+  if (operation.params.peakNormalize) return false;
   if (measured.integratedLufs === null || measured.peakDb === null) return false;
   const gain = operation.params.targetLevel - measured.integratedLufs;
   return measured.peakDb + gain > LIMITER_CEILING_DB;
 }
 
-export function loudnessNormalizeFilter(
-  operation: NormalizeOperation,
-  measured: LoudnessSummary,
-  corrections: readonly LoudnessSummary[],
-): string | null {
-  const gain = loudnessGainDb(operation, measured, corrections);
-  if (gain === null) return null;
-  const volume = `volume=${formatNumber(gain, 3)}dB`;
-  if (!loudnessNeedsLimiter(operation, measured)) return volume;
+/** `volume`, followed by the peak limiter when the gain needs one. */
+export function gainFilter(gainDb: number, limiter: boolean): string {
+  const volume = `volume=${formatNumber(gainDb, 3)}dB`;
+  if (!limiter) return volume;
   const limit = formatNumber(decibelsToLinear(LIMITER_CEILING_DB), 6);
   return `${volume},alimiter=limit=${limit}:attack=5:release=50:level=false:latency=true`;
 }
 
-export function peakNormalizeFilter(
-  operation: NormalizeOperation,
-  measured: LoudnessSummary,
-): string | null {
-  if (measured.peakDb === null) return null;
-  return `volume=${formatNumber(operation.params.targetLevel - measured.peakDb, 3)}dB`;
+/** What came out of one branch of a gain pass. */
+export interface GainProbe {
+  offsetDb: number;
+  measured: LoudnessSummary;
+}
+
+function byOffset(probes: readonly GainProbe[]): GainProbe[] {
+  return [...probes].sort((a, b) => a.offsetDb - b.offsetDb);
+}
+
+/**
+ * The extra gain at which the loudness after the limiter reaches the target. Loudness rises
+ * with gain, but by less than the gain once the limiter works (it also lowers loudness), so
+ * between two probes the gain is interpolated; past the probes the remaining gap is added one
+ * for one, the rule the earlier correction passes followed.
+ */
+export function offsetReachingTarget(targetLufs: number, probes: readonly GainProbe[]): number {
+  const points = byOffset(probes).flatMap(({ offsetDb, measured }) =>
+    measured.integratedLufs === null ? [] : [{ offsetDb, lufs: measured.integratedLufs }],
+  );
+  const first = points[0];
+  if (!first) return 0;
+  if (targetLufs <= first.lufs) return first.offsetDb + (targetLufs - first.lufs);
+  for (let index = 1; index < points.length; index++) {
+    const low = points[index - 1]!;
+    const high = points[index]!;
+    if (targetLufs <= high.lufs) {
+      // low.lufs < target <= high.lufs, so the rise is positive.
+      const slope = (high.lufs - low.lufs) / (high.offsetDb - low.offsetDb);
+      return low.offsetDb + (targetLufs - low.lufs) / slope;
+    }
+  }
+  const last = points.at(-1)!;
+  return last.offsetDb + (targetLufs - last.lufs);
+}
+
+function interpolateLevel(
+  low: number | null,
+  high: number | null,
+  fraction: number,
+): number | null {
+  if (low === null || high === null) return fraction < 0.5 ? low : high;
+  return low + (high - low) * fraction;
+}
+
+/**
+ * A level measured further down the chain in every branch of a gain pass, estimated at the
+ * offset finally chosen: linear between the two nearest branches (extrapolated past the ends,
+ * shifted one for one when there is only one).
+ */
+export function levelAtOffset(probes: readonly GainProbe[], offsetDb: number): LoudnessSummary {
+  const points = byOffset(probes);
+  if (points.length === 1) {
+    const { measured, offsetDb: measuredAt } = points[0]!;
+    const shift = (level: number | null) => (level === null ? null : level + offsetDb - measuredAt);
+    return {
+      ...measured,
+      integratedLufs: shift(measured.integratedLufs),
+      peakDb: shift(measured.peakDb),
+    };
+  }
+  // The segment around the offset, or the first or last one past the ends.
+  const above = points.findIndex((point) => point.offsetDb >= offsetDb);
+  const upper = above === -1 ? points.length - 1 : Math.max(1, above);
+  const low = points[upper - 1]!;
+  const high = points[upper]!;
+  const fraction = (offsetDb - low.offsetDb) / (high.offsetDb - low.offsetDb);
+  return {
+    kind: 'loudness',
+    integratedLufs: interpolateLevel(
+      low.measured.integratedLufs,
+      high.measured.integratedLufs,
+      fraction,
+    ),
+    loudnessRangeLu: interpolateLevel(
+      low.measured.loudnessRangeLu,
+      high.measured.loudnessRangeLu,
+      fraction,
+    ),
+    peakDb: interpolateLevel(low.measured.peakDb, high.measured.peakDb, fraction),
+  };
 }
 
 // --- compress ---------------------------------------------------------------------------

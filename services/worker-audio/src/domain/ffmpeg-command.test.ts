@@ -6,10 +6,11 @@ import { InvalidOperationChainError } from './errors';
 import {
   buildProcessingPlan,
   type MeasurementMap,
-  type MeasureStep,
+  type MeasurePass,
+  type PlanMeasurement,
   renderFfmpegArgs,
 } from './ffmpeg-command';
-import type { LoudnessSummary, Measurement } from './measurement-parsers';
+import type { LoudnessSummary } from './measurement-parsers';
 
 const encode = (
   params: Partial<Extract<AudioOperation, { type: 'encode' }>['params']> = {},
@@ -21,23 +22,56 @@ const normalize = (targetLevel: number, peakNormalize = false): AudioOperation =
   type: 'normalize',
   params: { targetLevel, peakNormalize },
 });
+const trim = (aggressiveness = 0.5, minSilenceDuration = 500): AudioOperation => ({
+  type: 'trim-silence',
+  params: { aggressiveness, minSilenceDuration },
+});
+const compress = (ratio = 4): AudioOperation => ({
+  type: 'compress',
+  params: { ratio, threshold: -20, attack: 10, release: 100 },
+});
 const level = (integratedLufs: number | null, peakDb: number | null): LoudnessSummary => ({
   kind: 'loudness',
   integratedLufs,
   loudnessRangeLu: 5,
   peakDb,
 });
+const exactLevel = (integratedLufs: number | null, peakDb: number | null): PlanMeasurement => ({
+  kind: 'level',
+  exact: true,
+  measured: level(integratedLufs, peakDb),
+});
 
-function measureSteps(chain: AudioOperation[]): MeasureStep[] {
-  return buildProcessingPlan(chain).steps.filter((s): s is MeasureStep => s.kind === 'measure');
+/** ffmpeg's stderr for a pass: one ebur128 summary per level, in graph order. */
+function summaries(levels: readonly LoudnessSummary[]): string {
+  return levels
+    .map(
+      (measured, position) =>
+        `[Parsed_ebur128_${position + 3} @ 0x1] Summary:\n  Integrated loudness:\n` +
+        `    I:         ${measured.integratedLufs ?? -70} LUFS\n  Loudness range:\n` +
+        `    LRA:         ${measured.loudnessRangeLu ?? 0} LU\n  Sample peak:\n` +
+        `    Peak:       ${measured.peakDb ?? '-inf'} dBFS`,
+    )
+    .join('\n');
+}
+
+/** Runs a pass's collector over a log and adds what it read to the measurements. */
+function measure(pass: MeasurePass, measurements: Map<string, PlanMeasurement>, log: string) {
+  const collector = pass.createCollector();
+  for (const line of log.split('\n')) collector.accept(line);
+  for (const [key, measured] of collector.finish()) measurements.set(key, measured);
+}
+
+function nextMeasurePass(chain: AudioOperation[], measurements: MeasurementMap = new Map()) {
+  const pass = buildProcessingPlan(chain).nextPass(measurements);
+  if (pass.kind !== 'measure') throw new Error(`expected a measurement pass, got ${pass.label}`);
+  return pass;
 }
 
 function encodeArgs(chain: AudioOperation[], measurements: MeasurementMap = new Map()) {
-  const encodeStep = buildProcessingPlan(chain).steps.at(-1)!;
-  return renderFfmpegArgs(encodeStep.invocation(measurements), {
-    inputPath: '/in/a.wav',
-    outputPath: '/out/b.ogg',
-  });
+  const pass = buildProcessingPlan(chain).nextPass(measurements);
+  if (pass.kind !== 'encode') throw new Error(`expected the encode pass, got ${pass.label}`);
+  return renderFfmpegArgs(pass.invocation, { inputPath: '/in/a.wav', outputPath: '/out/b.ogg' });
 }
 
 const valueAfter = (args: string[], flag: string) => args[args.indexOf(flag) + 1];
@@ -99,7 +133,7 @@ describe('speedup', () => {
 
   it('renders the stages as an atempo chain with no measurement pass', () => {
     const chain = [{ type: 'speedup', params: { rate: 4 } } as const, encode()];
-    expect(measureSteps(chain)).toHaveLength(0);
+    expect(buildProcessingPlan(chain).nextPass(new Map()).kind).toBe('encode');
     expect(valueAfter(encodeArgs(chain), '-af')).toMatch(/,atempo=2,atempo=2$/);
   });
 });
@@ -123,33 +157,26 @@ describe('compress', () => {
 });
 
 describe('trim-silence plan', () => {
-  const chain: AudioOperation[] = [
-    { type: 'trim-silence', params: { aggressiveness: 1, minSilenceDuration: 1000 } },
-    encode(),
-  ];
+  const chain: AudioOperation[] = [trim(1, 1000), encode()];
 
   it('detects silences first with the mapped threshold and minimum duration', () => {
-    const [detect] = measureSteps(chain);
-    expect(detect?.key).toBe('0:silences');
-    expect(detect?.invocation(new Map()).filterGraph).toMatch(
-      /,silencedetect=noise=-25dB:duration=1$/,
-    );
-    expect(detect?.invocation(new Map()).output).toBeNull();
+    const detect = nextMeasurePass(chain);
+    expect(detect.invocation.filterGraph).toMatch(/,silencedetect=noise=-25dB:duration=1$/);
+    expect(detect.invocation.output).toBeNull();
   });
 
   it('cuts what was detected, keeping 250 ms of each long silence', () => {
-    const measurements = new Map<string, Measurement>([
+    const measurements = new Map<string, PlanMeasurement>();
+    measure(
+      nextMeasurePass(chain),
+      measurements,
       [
-        '0:silences',
-        {
-          kind: 'silences',
-          intervals: [
-            { startSec: 2, endSec: 5 },
-            { startSec: 7, endSec: 7.5 },
-          ],
-        },
-      ],
-    ]);
+        '[silencedetect @ 0x5] silence_start: 2',
+        '[silencedetect @ 0x5] silence_end: 5 | silence_duration: 3',
+        '[silencedetect @ 0x5] silence_start: 7',
+        '[silencedetect @ 0x5] silence_end: 7.5 | silence_duration: 0.5',
+      ].join('\n'),
+    );
     const graph = valueAfter(encodeArgs(chain, measurements), '-af');
     expect(graph).toContain(
       "asetnsamples=n=480:p=0,aselect='not(between(t,2.125,4.875))',asetpts=N/SR/TB",
@@ -157,12 +184,12 @@ describe('trim-silence plan', () => {
   });
 
   it('measures through the operations that precede the measured one', () => {
-    const steps = measureSteps([
+    const detect = nextMeasurePass([
       { type: 'speedup', params: { rate: 1.5 } },
-      { type: 'trim-silence', params: { aggressiveness: 0.5, minSilenceDuration: 500 } },
+      trim(0.5, 500),
       encode(),
     ]);
-    expect(steps[0]?.invocation(new Map()).filterGraph).toMatch(
+    expect(detect.invocation.filterGraph).toMatch(
       /atempo=1\.5,silencedetect=noise=-42\.5dB:duration=0\.5$/,
     );
   });
@@ -171,51 +198,133 @@ describe('trim-silence plan', () => {
 describe('normalize plan', () => {
   it('applies the measured loudness gap as gain when peaks stay under the ceiling', () => {
     const chain = [normalize(-16), encode()];
-    const steps = measureSteps(chain);
-    expect(steps.map((s) => s.key)).toEqual(['0:level', '0:correction-1', '0:correction-2']);
-    const measured = new Map([['0:level', level(-20, -10)]]);
-    expect(steps[1]?.shouldRun(measured)).toBe(false);
-    expect(valueAfter(encodeArgs(chain, measured), '-af')).toMatch(/,volume=4dB$/);
+    const measurements = new Map<string, PlanMeasurement>();
+    const scan = nextMeasurePass(chain, measurements);
+    expect(scan.invocation.filterGraph).toMatch(/,ebur128=peak=sample:framelog=verbose$/);
+    measure(scan, measurements, summaries([level(-20, -10)]));
+    expect(valueAfter(encodeArgs(chain, measurements), '-af')).toMatch(/,volume=4dB$/);
   });
 
-  it('adds a limiter and corrects for what it cost when the gain would clip', () => {
+  it('measures a limited gain at two gains in one pass and interpolates the target', () => {
     const chain = [normalize(-14), encode()];
-    const [, first, second] = measureSteps(chain);
-    const measured = new Map<string, Measurement>([['0:level', level(-20, -2)]]);
-    expect(first?.shouldRun(measured)).toBe(true);
-    expect(first?.invocation(measured).filterGraph).toMatch(
-      /volume=6dB,alimiter=limit=0\.841395:.*level=false.*,ebur128=peak=sample/,
+    const measurements = new Map([['0:level', exactLevel(-20, -2)]]);
+    const gains = nextMeasurePass(chain, measurements);
+    const branches = gains.invocation.filterGraph.split(';');
+    expect(branches[0]).toMatch(/,asplit=2\[gain0\]\[gain1\]$/);
+    expect(branches.slice(1)).toEqual([
+      expect.stringMatching(
+        /^\[gain0\]volume=6dB,alimiter=limit=0\.841395:.*level=false.*,ebur128=.*,anullsink$/,
+      ),
+      expect.stringMatching(
+        /^\[gain1\]volume=9dB,alimiter=.*,ebur128=peak=sample:framelog=verbose$/,
+      ),
+    ]);
+    // The limiter costs loudness, so 3 dB more gain gives only 1.2 LU more: -14 is 2 dB up.
+    measure(gains, measurements, summaries([level(-14.8, -1.5), level(-13.6, -1.5)]));
+    expect(valueAfter(encodeArgs(chain, measurements), '-af')).toMatch(
+      /volume=8dB,alimiter=limit=0\.841395/,
     );
-    measured.set('0:correction-1', level(-15.2, LIMITER_CEILING_DB));
-    expect(second?.shouldRun(measured)).toBe(true);
-    measured.set('0:correction-2', level(-14.3, LIMITER_CEILING_DB));
-    expect(valueAfter(encodeArgs(chain, measured), '-af')).toMatch(/volume=7\.5dB,alimiter/);
   });
 
-  it('skips the second correction when the first landed within tolerance', () => {
-    const [, , second] = measureSteps([normalize(-14), encode()]);
-    const measured = new Map<string, Measurement>([
-      ['0:level', level(-20, -2)],
-      ['0:correction-1', level(-14.3, -1.5)],
-    ]);
-    expect(second?.shouldRun(measured)).toBe(false);
+  it('adds the remaining gap one for one when even the highest gain falls short', () => {
+    const chain = [normalize(-10), encode()];
+    const measurements = new Map([['0:level', exactLevel(-20, -2)]]);
+    measure(
+      nextMeasurePass(chain, measurements),
+      measurements,
+      summaries([level(-12.6, -1.5), level(-11.9, LIMITER_CEILING_DB)]),
+    );
+    // 10 dB gap + 3 dB offset + the 1.9 LU still missing at it.
+    expect(valueAfter(encodeArgs(chain, measurements), '-af')).toMatch(/volume=14\.9dB,alimiter/);
   });
 
   it('leaves silence alone instead of applying an unbounded gain', () => {
     const chain = [normalize(-16), encode()];
-    const graph = valueAfter(encodeArgs(chain, new Map([['0:level', level(null, null)]])), '-af');
+    const graph = valueAfter(
+      encodeArgs(chain, new Map([['0:level', exactLevel(null, null)]])),
+      '-af',
+    );
     expect(graph).not.toContain('volume');
   });
 
   it('peak-normalises with one measurement and a plain gain', () => {
     const chain = [normalize(-3, true), encode()];
-    expect(measureSteps(chain).map((s) => s.key)).toEqual(['0:level']);
-    const graph = valueAfter(encodeArgs(chain, new Map([['0:level', level(-20, -7.5)]])), '-af');
+    const graph = valueAfter(
+      encodeArgs(chain, new Map([['0:level', exactLevel(-20, -7.5)]])),
+      '-af',
+    );
     expect(graph).toMatch(/,volume=4\.5dB$/);
   });
+});
 
-  it('refuses to build a pass before its measurements exist', () => {
-    expect(() => encodeArgs([normalize(-16), encode()])).toThrow(/measurement 0:level/);
+describe('passes shared by several measurements', () => {
+  it('estimates the level on the decode that detects silences, then checks it on the cut signal', () => {
+    const chain = [trim(), normalize(-16), encode()];
+    const measurements = new Map<string, PlanMeasurement>();
+    const first = nextMeasurePass(chain, measurements);
+    expect(first.invocation.filterGraph).toMatch(
+      /,silencedetect=[^,]+,ebur128=peak=sample:framelog=verbose$/,
+    );
+    measure(
+      first,
+      measurements,
+      `[silencedetect @ 0x5] silence_start: 2\n[silencedetect @ 0x5] silence_end: 5\n${summaries([level(-21, -10)])}`,
+    );
+    // Estimated on the uncut signal: the gain is measured once more on the cut one, never applied blind.
+    const check = nextMeasurePass(chain, measurements);
+    expect(check.invocation.filterGraph).toMatch(
+      /aselect=.*,volume=5dB,ebur128=peak=sample:framelog=verbose$/,
+    );
+    measure(check, measurements, summaries([level(-15.6, -4.6)]));
+    expect(valueAfter(encodeArgs(chain, measurements), '-af')).toMatch(/aselect=.*,volume=4\.6dB$/);
+  });
+
+  it('probes again, limited, when the checked level turns out to need the limiter', () => {
+    const chain = [trim(), normalize(-16), encode()];
+    const measurements = new Map<string, PlanMeasurement>([
+      ['0:silences', { kind: 'silences', intervals: [] }],
+      ['1:level', { kind: 'level', exact: false, measured: level(-21, -10) }],
+    ]);
+    // The estimate needs no limiter: one plain branch checks it...
+    measure(nextMeasurePass(chain, measurements), measurements, summaries([level(-16.5, -1.2)]));
+    // ...and finds -21.5 LUFS with peaks at -6.2 dBFS: +5.5 dB would clip, so two limited gains.
+    const limited = nextMeasurePass(chain, measurements);
+    expect(limited.invocation.filterGraph).toMatch(/asplit=2.*\[gain0\]volume=5\.5dB,alimiter/);
+    expect(limited.invocation.filterGraph).toContain('[gain1]volume=8.5dB,alimiter');
+  });
+
+  it('measures what a compressor leaves in every branch, for its make-up gain', () => {
+    const chain = [normalize(-16), compress(4), encode()];
+    const measurements = new Map([['0:level', exactLevel(-20, -2)]]);
+    const gains = nextMeasurePass(chain, measurements);
+    expect(gains.invocation.filterGraph).toMatch(
+      /\[gain0\]volume=4dB,alimiter=[^,]+,ebur128=[^,]+,acompressor=[^,]+,ebur128=[^,]+,anullsink;/,
+    );
+    measure(
+      gains,
+      measurements,
+      summaries([level(-16.4, -1.5), level(-24.4, -9), level(-15.2, -1.5), level(-23.2, -8)]),
+    );
+    // -16 is reached at offset 0.4 / (1.2 / 3) = 1 dB, where the compressor leaves -24.0 LUFS.
+    const makeup = nextMeasurePass(chain, measurements);
+    expect(makeup.invocation.filterGraph).toMatch(
+      /^[^;]*volume=5dB,alimiter=[^,]+,acompressor=[^;]+,asplit=2/,
+    );
+    expect(makeup.invocation.filterGraph).toContain('[gain0]volume=8dB,alimiter');
+    measure(makeup, measurements, summaries([level(-16.3, -1.5), level(-14.1, -1.5)]));
+    expect(valueAfter(encodeArgs(chain, measurements), '-af')).toMatch(
+      /volume=5dB,alimiter=[^,]+,acompressor=[^,]+,volume=8\.409dB,alimiter/,
+    );
+  });
+
+  it('fails loudly when a pass printed fewer summaries than it measures', () => {
+    const pass = nextMeasurePass(
+      [normalize(-14), encode()],
+      new Map([['0:level', exactLevel(-20, -2)]]),
+    );
+    expect(() => measure(pass, new Map(), summaries([level(-15, -1.5)]))).toThrow(
+      /1 loudness summaries, 2 expected/,
+    );
   });
 });
 
@@ -246,8 +355,8 @@ describe('chain validation', () => {
 
 describe('renderFfmpegArgs', () => {
   it('reads a long filtergraph from a script file and applies input guards', () => {
-    const step = buildProcessingPlan([encode()]).steps[0]!;
-    const args = renderFfmpegArgs(step.invocation(new Map()), {
+    const pass = buildProcessingPlan([encode()]).nextPass(new Map());
+    const args = renderFfmpegArgs(pass.invocation, {
       inputPath: '-weird name.wav',
       outputPath: '/out/x.ogg',
       filterScriptPath: '/work/graph.txt',
@@ -265,8 +374,8 @@ describe('renderFfmpegArgs', () => {
   });
 
   it('discards the output of measurement passes', () => {
-    const [step] = measureSteps([normalize(-16), encode()]);
-    const args = renderFfmpegArgs(step!.invocation(new Map()), { inputPath: '/a.wav' });
+    const pass = nextMeasurePass([normalize(-16), encode()]);
+    const args = renderFfmpegArgs(pass.invocation, { inputPath: '/a.wav' });
     expect(args.slice(-3)).toEqual(['-f', 'null', '-']);
     expect(args).not.toContain('-c:a');
   });

@@ -1,11 +1,14 @@
 import type { AudioOperation } from '@tamp/proto';
 import {
   compressorFilter,
-  LOUDNESS_TOLERANCE_LU,
+  type GainProbe,
+  gainFilter,
+  LIMITER_PROBE_OFFSETS_DB,
+  levelAtOffset,
+  levelGapDb,
   levelScanFilter,
   loudnessNeedsLimiter,
-  loudnessNormalizeFilter,
-  peakNormalizeFilter,
+  offsetReachingTarget,
   preludeFilter,
   silenceCutFilter,
   silenceDetectFilter,
@@ -16,28 +19,55 @@ import {
   type ProcessingOperation,
   validateResolvedChain,
 } from './audio-operations';
-
-type NormalizeOperation = AudioOperationOf<'normalize'>;
-
 import { type EncoderSettings, encoderSettings } from './encoder-settings';
+import { MeasurementParseError } from './errors';
 import {
-  ebur128SummaryCollector,
+  ebur128SummariesCollector,
   type LineCollector,
   type LoudnessSummary,
-  type Measurement,
   type SilenceMap,
   silenceDetectCollector,
 } from './measurement-parsers';
 
+type NormalizeOperation = AudioOperationOf<'normalize'>;
+
 /**
- * Turns a resolved chain into a plan of ffmpeg passes. Operations that need to know the
- * signal first (trim-silence, normalize) get a measurement pass that runs every earlier
- * operation and then a measuring filter; the final pass runs the whole chain and encodes.
- * Nothing here spawns anything: a step turns the measurements gathered so far into an
- * invocation, and a collector turns ffmpeg's log lines into the next measurement.
+ * Turns a resolved chain into ffmpeg passes, one at a time: each pass measures everything that
+ * can be measured with what is known so far, and once nothing is missing the last pass runs the
+ * whole chain and encodes. Every ffmpeg process costs its start-up (tens of ms of CPU, more than
+ * a short file's decoding), so measurements share passes:
+ *
+ * - silence detection and the level of the next normalisation run on the same decode; that
+ *   level is taken before the cuts are known, so it is an estimate and is only used to choose
+ *   where the next pass measures, never applied unmeasured;
+ * - a normalisation is measured at several gains at once (asplit branches) instead of being
+ *   corrected pass after pass, and each branch also measures the level the next stage (a
+ *   compressor's make-up gain) will see.
+ *
+ * Nothing here spawns anything: a pass is built from the measurements gathered so far, and its
+ * collector turns ffmpeg's log lines into new measurements.
  */
 
-export type MeasurementMap = ReadonlyMap<string, Measurement>;
+/** A stage's input level: measured on the real chain (exact) or on an approximation of it. */
+export interface StageLevel {
+  kind: 'level';
+  exact: boolean;
+  measured: LoudnessSummary;
+}
+
+/** One gain pass of a stage: the level after its gain at each offset, one branch each. */
+export interface GainProbes {
+  kind: 'gain-probes';
+  /** The gain that closes the gap measured at the stage's input; offsets are added to it. */
+  baseGainDb: number;
+  limiter: boolean;
+  probes: GainProbe[];
+  /** In every branch, the level the next stage sees, when no measurement lies between. */
+  next: { index: number; probes: GainProbe[] } | null;
+}
+
+export type PlanMeasurement = SilenceMap | StageLevel | GainProbes;
+export type MeasurementMap = ReadonlyMap<string, PlanMeasurement>;
 
 export interface FfmpegInvocation {
   filterGraph: string;
@@ -45,103 +75,59 @@ export interface FfmpegInvocation {
   output: EncoderSettings | null;
 }
 
-export interface MeasureStep {
+export interface MeasurePass {
   kind: 'measure';
-  key: string;
   label: string;
-  /** Some passes are only needed depending on earlier measurements. */
-  shouldRun(measurements: MeasurementMap): boolean;
-  invocation(measurements: MeasurementMap): FfmpegInvocation;
-  createCollector(): LineCollector<Measurement>;
+  invocation: FfmpegInvocation;
+  /** Turns the pass's stderr lines into the measurements it was built for. */
+  createCollector(): LineCollector<Map<string, PlanMeasurement>>;
 }
 
-export interface EncodeStep {
+export interface EncodePass {
   kind: 'encode';
   label: string;
-  invocation(measurements: MeasurementMap): FfmpegInvocation;
+  invocation: FfmpegInvocation;
 }
 
-export type PlanStep = MeasureStep | EncodeStep;
+export type Pass = MeasurePass | EncodePass;
 
 export interface AudioProcessingPlan {
-  steps: readonly PlanStep[];
   output: EncoderSettings;
   /** Operation type names in the order they run, encode last (for job metrics). */
   operationsApplied: string[];
+  /** The most passes the chain can take (for progress reports); usually fewer run. */
+  maxPasses: number;
+  /** The next pass for what has been measured so far; the encode once nothing is missing. */
+  nextPass(measurements: MeasurementMap): Pass;
 }
 
-/** Loudness normalisation behind a limiter is re-measured and corrected up to this often. */
-const MAX_LOUDNESS_CORRECTIONS = 2;
+/** A stage whose level came out wrong from a plain gain pass is probed once more, limited. */
+const MAX_GAIN_ROUNDS = 2;
 
 const measurementKey = {
   silences: (index: number) => `${index}:silences`,
   level: (index: number) => `${index}:level`,
-  correction: (index: number, round: number) => `${index}:correction-${round}`,
+  gains: (index: number, round: number) => `${index}:gains-${round}`,
 };
 
-class MissingMeasurementError extends Error {
-  constructor(key: string) {
-    super(`measurement ${key} is needed before this pass can be built`);
-    this.name = 'MissingMeasurementError';
-  }
+/**
+ * An operation that sets a level from a measurement: normalize, or the make-up gain after a
+ * compressor, which restores the loudness an earlier normalize set (see
+ * `compressorMakeupTargets`).
+ */
+interface LevelStage {
+  index: number;
+  /** The normalize whose target and mode apply. */
+  target: NormalizeOperation;
+  /** Applied before the stage's measuring point: the compressor, for make-up gain. */
+  before: string | null;
+  position: string;
 }
 
-function loudness(measurements: MeasurementMap, key: string): LoudnessSummary {
-  const found = measurements.get(key);
-  if (found?.kind !== 'loudness') throw new MissingMeasurementError(key);
-  return found;
-}
-
-function silences(measurements: MeasurementMap, key: string): SilenceMap {
-  const found = measurements.get(key);
-  if (found?.kind !== 'silences') throw new MissingMeasurementError(key);
-  return found;
-}
-
-function corrections(measurements: MeasurementMap, index: number): LoudnessSummary[] {
-  const found: LoudnessSummary[] = [];
-  for (let round = 1; round <= MAX_LOUDNESS_CORRECTIONS; round++) {
-    const measured = measurements.get(measurementKey.correction(index, round));
-    if (measured?.kind === 'loudness') found.push(measured);
-  }
-  return found;
-}
-
-function appliedFilter(
-  operation: ProcessingOperation,
-  index: number,
-  measurements: MeasurementMap,
-  output: EncoderSettings,
-  makeupTarget: NormalizeOperation | null,
-): string | null {
-  switch (operation.type) {
-    case 'trim-silence':
-      return silenceCutFilter(
-        operation,
-        silences(measurements, measurementKey.silences(index)),
-        output.sampleRate,
-      );
-    case 'normalize': {
-      const measured = loudness(measurements, measurementKey.level(index));
-      return operation.params.peakNormalize
-        ? peakNormalizeFilter(operation, measured)
-        : loudnessNormalizeFilter(operation, measured, corrections(measurements, index));
-    }
-    case 'compress': {
-      const compressor = compressorFilter(operation);
-      if (makeupTarget === null) return compressor;
-      // Make-up gain: bring the compressed signal back to the loudness the chain set earlier.
-      const makeup = loudnessNormalizeFilter(
-        makeupTarget,
-        loudness(measurements, measurementKey.level(index)),
-        corrections(measurements, index),
-      );
-      return makeup === null ? compressor : `${compressor},${makeup}`;
-    }
-    case 'speedup':
-      return speedupFilter(operation);
-  }
-}
+type StageDecision =
+  | { kind: 'apply'; filter: string | null }
+  | { kind: 'measure-level' }
+  | { kind: 'probe-gains'; round: number; baseGainDb: number; limiter: boolean };
 
 /**
  * A compressor lowers integrated loudness; after a loudness normalize earlier in the chain
@@ -159,119 +145,323 @@ export function compressorMakeupTargets(
   });
 }
 
+function levelStages(processing: readonly ProcessingOperation[]): (LevelStage | null)[] {
+  const makeupTargets = compressorMakeupTargets(processing);
+  return processing.map((operation, index) => {
+    const position = `${operation.type} #${index + 1}`;
+    if (operation.type === 'normalize') return { index, target: operation, before: null, position };
+    const makeupTarget = makeupTargets[index];
+    if (operation.type === 'compress' && makeupTarget) {
+      // Measured after the compressor, which is what the make-up gain corrects.
+      return { index, target: makeupTarget, before: compressorFilter(operation), position };
+    }
+    return null;
+  });
+}
+
+/** Filters of operations that need no measurement. */
+function fixedFilter(operation: ProcessingOperation): string | null {
+  if (operation.type === 'speedup') return speedupFilter(operation);
+  if (operation.type === 'compress') return compressorFilter(operation);
+  throw new Error(`${operation.type} needs a measurement`);
+}
+
+function gainRounds(measurements: MeasurementMap, index: number): GainProbes[] {
+  const rounds: GainProbes[] = [];
+  for (let round = 1; round <= MAX_GAIN_ROUNDS; round++) {
+    const found = measurements.get(measurementKey.gains(index, round));
+    if (found?.kind === 'gain-probes') rounds.push(found);
+  }
+  return rounds;
+}
+
+/** The offset a gain pass found for the stage's target. */
+function chosenOffsetDb(target: NormalizeOperation, gains: GainProbes): number {
+  if (!target.params.peakNormalize)
+    return offsetReachingTarget(target.params.targetLevel, gains.probes);
+  // Gain is linear on the peak: one branch tells the exact remaining gap.
+  const peak = gains.probes[0]?.measured.peakDb ?? null;
+  return peak === null ? 0 : target.params.targetLevel - peak;
+}
+
 export function buildProcessingPlan(chain: readonly AudioOperation[]): AudioProcessingPlan {
   const { processing, encode } = validateResolvedChain(chain);
   const output = encoderSettings(encode);
-  const makeupTargets = compressorMakeupTargets(processing);
+  const stages = levelStages(processing);
+  const stageCount = stages.filter((stage) => stage !== null).length;
+  const trimCount = processing.filter((operation) => operation.type === 'trim-silence').length;
 
-  const graph = (upTo: number, measurements: MeasurementMap, ...tail: (string | null)[]) =>
-    [
-      preludeFilter(output),
-      ...processing
-        .slice(0, upTo)
-        .map((operation, index) =>
-          appliedFilter(operation, index, measurements, output, makeupTargets[index] ?? null),
-        ),
-      ...tail,
-    ]
-      .filter((fragment): fragment is string => fragment !== null)
-      .join(',');
-
-  const steps: PlanStep[] = [];
-  processing.forEach((operation, index) => {
-    const position = `${operation.type} #${index + 1}`;
-    if (operation.type === 'trim-silence') {
-      steps.push({
-        kind: 'measure',
-        key: measurementKey.silences(index),
-        label: `detect silences for ${position}`,
-        shouldRun: () => true,
-        invocation: (m) => ({
-          filterGraph: graph(index, m, silenceDetectFilter(operation)),
-          output: null,
-        }),
-        createCollector: silenceDetectCollector,
-      });
+  /**
+   * What is known about a stage's input level, best first: a plain gain pass (gain is linear,
+   * so its branch gives the exact level), a direct measurement, or the level the previous
+   * stage's gain pass saw in its branches, interpolated at the gain it chose (an estimate).
+   */
+  function stageLevel(stage: LevelStage, measurements: MeasurementMap): StageLevel | null {
+    const plain = gainRounds(measurements, stage.index).findLast((round) => !round.limiter);
+    if (plain) {
+      return {
+        kind: 'level',
+        exact: true,
+        measured: levelAtOffset(plain.probes, -plain.baseGainDb),
+      };
     }
-    const makeupTarget = makeupTargets[index] ?? null;
-    if (operation.type === 'compress' && makeupTarget !== null) {
-      // Measured after the compressor, which is what the make-up gain corrects.
-      pushLoudnessSteps(index, position, makeupTarget, compressorFilter(operation));
-      return;
+    const direct = measurements.get(measurementKey.level(stage.index));
+    if (direct?.kind === 'level') return direct;
+    for (const previous of stages.slice(0, stage.index).reverse()) {
+      if (!previous) continue;
+      const gains = gainRounds(measurements, previous.index).at(-1);
+      if (gains?.next?.index !== stage.index) return null;
+      return {
+        kind: 'level',
+        exact: false,
+        measured: levelAtOffset(gains.next.probes, chosenOffsetDb(previous.target, gains)),
+      };
     }
-    if (operation.type !== 'normalize') return;
-    if (operation.params.peakNormalize) {
-      steps.push(levelStep(index, position, null));
-      return;
+    return null;
+  }
+
+  function decideStage(stage: LevelStage, measurements: MeasurementMap): StageDecision {
+    const rounds = gainRounds(measurements, stage.index);
+    const last = rounds.at(-1);
+    if (last?.limiter) {
+      const gain = last.baseGainDb + chosenOffsetDb(stage.target, last);
+      return { kind: 'apply', filter: gainFilter(gain, true) };
     }
-    pushLoudnessSteps(index, position, operation, null);
-  });
+    const level = stageLevel(stage, measurements);
+    if (!level) return { kind: 'measure-level' };
+    const gap = levelGapDb(stage.target, level.measured);
+    // Silence (nothing passes the gate, or no peak) is left alone rather than amplified.
+    if (gap === null) return { kind: 'apply', filter: null };
+    const limiter = loudnessNeedsLimiter(stage.target, level.measured);
+    if ((level.exact && !limiter) || rounds.length >= MAX_GAIN_ROUNDS) {
+      return { kind: 'apply', filter: gainFilter(gap, limiter) };
+    }
+    return { kind: 'probe-gains', round: rounds.length + 1, baseGainDb: gap, limiter };
+  }
 
-  function levelStep(
-    index: number,
-    position: string,
-
-    preFilter: string | null,
-  ): MeasureStep {
-    return {
-      kind: 'measure',
-      key: measurementKey.level(index),
-      label: `measure level for ${position}`,
-      shouldRun: () => true,
-      invocation: (m) => ({
-        filterGraph: graph(index, m, preFilter, levelScanFilter()),
-        output: null,
-      }),
-      createCollector: ebur128SummaryCollector,
-    };
+  function nextPass(measurements: MeasurementMap): Pass {
+    const pass = new PassBuilder(preludeFilter(output));
+    // False once a measurement point lies past cuts not known yet: levels there are estimates.
+    let exactSoFar = true;
+    let complete = true;
+    for (const [index, operation] of processing.entries()) {
+      if (operation.type === 'trim-silence') {
+        const silences = measurements.get(measurementKey.silences(index));
+        if (silences?.kind === 'silences') {
+          pass.apply(silenceCutFilter(operation, silences, output.sampleRate));
+          continue;
+        }
+        complete = false;
+        if (!exactSoFar) break;
+        pass.detectSilences(
+          silenceDetectFilter(operation),
+          measurementKey.silences(index),
+          `detect silences for ${operation.type} #${index + 1}`,
+        );
+        exactSoFar = false;
+        continue;
+      }
+      const stage = stages[index];
+      if (!stage) {
+        pass.apply(fixedFilter(operation));
+        continue;
+      }
+      pass.apply(stage.before);
+      const decision = decideStage(stage, measurements);
+      if (decision.kind === 'apply') {
+        pass.apply(decision.filter);
+        continue;
+      }
+      complete = false;
+      if (decision.kind === 'measure-level') {
+        pass.measureLevel(
+          measurementKey.level(index),
+          exactSoFar,
+          `${exactSoFar ? 'measure' : 'estimate'} level for ${stage.position}`,
+        );
+        break;
+      }
+      if (!exactSoFar) break;
+      pass.probeGains(stage, decision, continuationTo(index));
+      break;
+    }
+    if (complete) {
+      return {
+        kind: 'encode',
+        label: `encode ${output.format} ${output.bitrateKbps} kbit/s`,
+        invocation: { filterGraph: pass.graph(), output },
+      };
+    }
+    return pass.measurePass();
   }
 
   /**
-   * A level pass, then up to MAX_LOUDNESS_CORRECTIONS passes that measure what actually came
-   * out: the limiter that keeps peaks under the ceiling also lowers loudness, and its
-   * shortfall is added to the gain.
+   * The filters from a stage to the next stage's measuring point, when only operations that
+   * need no measurement lie between (a trim in between would need its own detection pass).
    */
-  function pushLoudnessSteps(
-    index: number,
-    position: string,
-    target: NormalizeOperation,
-    preFilter: string | null,
-  ): void {
-    steps.push(levelStep(index, position, preFilter));
-    for (let round = 1; round <= MAX_LOUDNESS_CORRECTIONS; round++) {
-      steps.push({
-        kind: 'measure',
-        key: measurementKey.correction(index, round),
-        label: `correct loudness for ${position} (round ${round})`,
-        shouldRun: (m) => {
-          const measured = loudness(m, measurementKey.level(index));
-          if (!loudnessNeedsLimiter(target, measured)) return false;
-          if (round === 1) return true;
-          const previous = m.get(measurementKey.correction(index, round - 1));
-          if (previous?.kind !== 'loudness' || previous.integratedLufs === null) return false;
-          return (
-            Math.abs(target.params.targetLevel - previous.integratedLufs) > LOUDNESS_TOLERANCE_LU
-          );
-        },
-        invocation: (m) => ({
-          filterGraph: graph(index + 1, m, levelScanFilter()),
-          output: null,
-        }),
-        createCollector: ebur128SummaryCollector,
-      });
+  function continuationTo(index: number): { stage: LevelStage; filters: string[] } | null {
+    const filters: string[] = [];
+    for (let later = index + 1; later < processing.length; later++) {
+      const operation = processing[later]!;
+      if (operation.type === 'trim-silence') return null;
+      const stage = stages[later];
+      if (stage) return { stage, filters: stage.before ? [...filters, stage.before] : filters };
+      const filter = fixedFilter(operation);
+      if (filter) filters.push(filter);
     }
+    return null;
   }
 
-  steps.push({
-    kind: 'encode',
-    label: `encode ${output.format} ${output.bitrateKbps} kbit/s`,
-    invocation: (m) => ({ filterGraph: graph(processing.length, m), output }),
-  });
-
   return {
-    steps,
     output,
     operationsApplied: [...processing.map((operation) => operation.type), encode.type],
+    // Worst case, nothing shares a pass: a detection per trim, a level and two gain rounds per
+    // stage, and the encode.
+    maxPasses: trimCount + stageCount * (1 + MAX_GAIN_ROUNDS) + 1,
+    nextPass,
+  };
+}
+
+type MeasuringPoint =
+  | { kind: 'silences'; key: string }
+  | { kind: 'level'; key: string; exact: boolean }
+  | {
+      kind: 'gains';
+      key: string;
+      gains: Omit<GainProbes, 'probes' | 'next'>;
+      offsets: number[];
+      nextIndex: number | null;
+    };
+
+/**
+ * One pass's filtergraph: the chain so far as one line of filters, optionally ending in
+ * branches, and the measuring filters in it in the order they appear (ffmpeg numbers its
+ * filters in that order, which is how their summaries are told apart).
+ */
+class PassBuilder {
+  private readonly filters: string[];
+  private branches: string[] = [];
+  private readonly points: MeasuringPoint[] = [];
+  private readonly labels: string[] = [];
+
+  constructor(prelude: string) {
+    this.filters = [prelude];
+  }
+
+  apply(filter: string | null): void {
+    if (filter !== null) this.filters.push(filter);
+  }
+
+  detectSilences(filter: string, key: string, label: string): void {
+    this.filters.push(filter);
+    this.points.push({ kind: 'silences', key });
+    this.labels.push(label);
+  }
+
+  measureLevel(key: string, exact: boolean, label: string): void {
+    this.filters.push(levelScanFilter());
+    this.points.push({ kind: 'level', key, exact });
+    this.labels.push(label);
+  }
+
+  /**
+   * One branch per offset, each with its gain (and limiter) and a level scan, then the chain on
+   * to the next stage's measuring point and a scan there. Only the last branch feeds the pass's
+   * output; the others end in `anullsink`.
+   */
+  probeGains(
+    stage: LevelStage,
+    decision: Extract<StageDecision, { kind: 'probe-gains' }>,
+    next: { stage: LevelStage; filters: string[] } | null,
+  ): void {
+    const offsets = decision.limiter ? [...LIMITER_PROBE_OFFSETS_DB] : [0];
+    this.branches = offsets.map((offset, branch) => {
+      const filters = [
+        gainFilter(decision.baseGainDb + offset, decision.limiter),
+        levelScanFilter(),
+        ...(next ? [...next.filters, levelScanFilter()] : []),
+        ...(branch < offsets.length - 1 ? ['anullsink'] : []),
+      ];
+      return `${offsets.length > 1 ? `[gain${branch}]` : ''}${filters.join(',')}`;
+    });
+    this.points.push({
+      kind: 'gains',
+      key: measurementKey.gains(stage.index, decision.round),
+      gains: { kind: 'gain-probes', baseGainDb: decision.baseGainDb, limiter: decision.limiter },
+      offsets,
+      nextIndex: next?.stage.index ?? null,
+    });
+    this.labels.push(
+      `find the gain for ${stage.position} (${offsets.length} branch${offsets.length > 1 ? 'es' : ''})`,
+    );
+  }
+
+  graph(): string {
+    const line = this.filters.join(',');
+    if (this.branches.length === 0) return line;
+    if (this.branches.length === 1) return `${line},${this.branches[0]}`;
+    const outputs = this.branches.map((_, branch) => `[gain${branch}]`).join('');
+    return [`${line},asplit=${this.branches.length}${outputs}`, ...this.branches].join(';');
+  }
+
+  measurePass(): MeasurePass {
+    const points = [...this.points];
+    return {
+      kind: 'measure',
+      label: this.labels.join(', '),
+      invocation: { filterGraph: this.graph(), output: null },
+      createCollector: () => pointsCollector(points),
+    };
+  }
+}
+
+/** How many ebur128 summaries a measuring point reads. */
+function summariesOf(point: MeasuringPoint): number {
+  if (point.kind === 'silences') return 0;
+  if (point.kind === 'level') return 1;
+  return point.offsets.length * (point.nextIndex === null ? 1 : 2);
+}
+
+function pointsCollector(
+  points: readonly MeasuringPoint[],
+): LineCollector<Map<string, PlanMeasurement>> {
+  const silences = silenceDetectCollector();
+  const summaries = ebur128SummariesCollector();
+  return {
+    accept(line) {
+      silences.accept(line);
+      summaries.accept(line);
+    },
+    finish() {
+      const levels = summaries.finish();
+      const expected = points.reduce((sum, point) => sum + summariesOf(point), 0);
+      if (levels.length !== expected) {
+        throw new MeasurementParseError(
+          `ffmpeg ebur128 printed ${levels.length} loudness summaries, ${expected} expected`,
+        );
+      }
+      const found = new Map<string, PlanMeasurement>();
+      for (const point of points) {
+        if (point.kind === 'silences') {
+          found.set(point.key, silences.finish());
+        } else if (point.kind === 'level') {
+          found.set(point.key, { kind: 'level', exact: point.exact, measured: levels.shift()! });
+        } else {
+          const probes: GainProbe[] = [];
+          const nextProbes: GainProbe[] = [];
+          for (const offsetDb of point.offsets) {
+            probes.push({ offsetDb, measured: levels.shift()! });
+            if (point.nextIndex !== null) nextProbes.push({ offsetDb, measured: levels.shift()! });
+          }
+          found.set(point.key, {
+            ...point.gains,
+            probes,
+            next: point.nextIndex === null ? null : { index: point.nextIndex, probes: nextProbes },
+          });
+        }
+      }
+      return found;
+    },
   };
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MeasurementParseError } from './errors';
 import { createProgressParser } from './ffmpeg-progress';
 import {
+  ebur128SummariesCollector,
   ebur128SummaryCollector,
   parseProbeOutput,
   silenceDetectCollector,
@@ -58,6 +59,20 @@ describe('ebur128SummaryCollector', () => {
     expect(() => feed(ebur128SummaryCollector(), 'Conversion failed!')).toThrow(
       MeasurementParseError,
     );
+  });
+});
+
+describe('ebur128SummariesCollector', () => {
+  it('reads every summary of a pass in the order the filters appear in the graph', () => {
+    const second = EBUR128_LOG.replace('Parsed_ebur128_0', 'Parsed_ebur128_12')
+      .replace('-20.4 LUFS', '-16.1 LUFS')
+      .replace('-1.1 dBFS', '-1.5 dBFS');
+    const first = EBUR128_LOG.replace('Parsed_ebur128_0', 'Parsed_ebur128_7');
+    const levels = feed(ebur128SummariesCollector(), `${second}\n${first}`);
+    expect(levels.map((level) => [level.integratedLufs, level.peakDb])).toEqual([
+      [-20.4, -1.1],
+      [-16.1, -1.5],
+    ]);
   });
 });
 

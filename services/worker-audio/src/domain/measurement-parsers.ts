@@ -37,37 +37,65 @@ function parseLevel(text: string): number | null {
   return Number.isFinite(parsed) ? parsed : null;
 }
 
-/** Reads the `Summary:` block the ebur128 filter prints when the stream ends. */
-export function ebur128SummaryCollector(): LineCollector<LoudnessSummary> {
-  let inSummary = false;
-  let integrated: number | null | undefined;
-  let range: number | null = null;
-  let peak: number | null = null;
+interface SummaryBlock {
+  /** The filter's position in the graph description (`Parsed_ebur128_<n>`). */
+  position: number;
+  integrated?: number | null;
+  range: number | null;
+  peak: number | null;
+}
+
+function toLoudnessSummary(block: SummaryBlock): LoudnessSummary {
+  if (block.integrated === undefined) {
+    throw new MeasurementParseError('ffmpeg ebur128 printed a summary without integrated loudness');
+  }
+  const gatedOut = block.integrated === null || block.integrated <= EBUR128_SILENCE_LUFS;
+  return {
+    kind: 'loudness',
+    integratedLufs: gatedOut ? null : block.integrated,
+    loudnessRangeLu: gatedOut ? null : block.range,
+    peakDb: block.peak,
+  };
+}
+
+/**
+ * Reads the `Summary:` blocks every ebur128 filter of a pass prints when the stream ends, in
+ * the order the filters appear in the graph description (a pass may measure at several points).
+ */
+export function ebur128SummariesCollector(): LineCollector<LoudnessSummary[]> {
+  const blocks: SummaryBlock[] = [];
+  let current: SummaryBlock | null = null;
   return {
     accept(line) {
-      if (/\[Parsed_ebur128_\d+ @ [^\]]+\] Summary:/.test(line)) {
-        inSummary = true;
+      const header = /\[Parsed_ebur128_(\d+) @ [^\]]+\] Summary:/.exec(line);
+      if (header) {
+        current = { position: Number(header[1]), range: null, peak: null };
+        blocks.push(current);
         return;
       }
-      if (!inSummary) return;
+      if (!current) return;
       const match = /^\s*(I|LRA|Peak):\s+(\S+)/.exec(line);
       if (!match) return;
       const [, key, value = ''] = match;
-      if (key === 'I') integrated = parseLevel(value);
-      else if (key === 'LRA') range = parseLevel(value);
-      else peak = parseLevel(value);
+      if (key === 'I') current.integrated = parseLevel(value);
+      else if (key === 'LRA') current.range = parseLevel(value);
+      else current.peak = parseLevel(value);
     },
     finish() {
-      if (integrated === undefined) {
-        throw new MeasurementParseError('ffmpeg ebur128 printed no loudness summary');
-      }
-      const gatedOut = integrated === null || integrated <= EBUR128_SILENCE_LUFS;
-      return {
-        kind: 'loudness',
-        integratedLufs: gatedOut ? null : integrated,
-        loudnessRangeLu: gatedOut ? null : range,
-        peakDb: peak,
-      };
+      return [...blocks].sort((a, b) => a.position - b.position).map(toLoudnessSummary);
+    },
+  };
+}
+
+/** Reads the `Summary:` block of a pass with one ebur128 filter. */
+export function ebur128SummaryCollector(): LineCollector<LoudnessSummary> {
+  const summaries = ebur128SummariesCollector();
+  return {
+    accept: (line) => summaries.accept(line),
+    finish() {
+      const [first] = summaries.finish();
+      if (!first) throw new MeasurementParseError('ffmpeg ebur128 printed no loudness summary');
+      return first;
     },
   };
 }
