@@ -1,6 +1,6 @@
 /**
  * Where a job's CPU goes inside the Node services: every service runs with V8's sampling
- * profiler (`--cpu-prof`) while one kind of job runs at saturation, and each service's profile
+ * profiler (preloaded from cpu-profiler.mjs) while one kind of job runs at saturation, and each service's profile
  * is summarized by self time per package (a dependency in node_modules, Node's own internals,
  * or a folder of this repository). Complements scripts/bench/job-cost.ts, which says how much
  * CPU each process spends; this says on what.
@@ -17,7 +17,7 @@ import { startBenchStack } from '../bench/bench-stack';
 import { PROJECT_ROOT } from '../infra/provision';
 import { runInlineLoop, runQueuedBurst } from '../load/capacity';
 import { table } from '../load/report';
-import { JOB_KIND_NAMES, type JobKindName, prepareWorkload } from '../load/workload';
+import { JOB_KIND_NAMES, type JobKind, type JobKindName, prepareWorkload } from '../load/workload';
 
 interface ProfileNode {
   id: number;
@@ -74,7 +74,10 @@ async function main(): Promise<void> {
     name: 'cpu-profile',
     toolsProfile: 'stack',
     log,
-    env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` },
+    env: {
+      NODE_OPTIONS: `--import ${join(PROJECT_ROOT, 'scripts/measure/cpu-profiler.mjs')}`,
+      TAMP_CPU_PROFILE_DIR: profileDir,
+    },
   });
   let jobs = 0;
   // Profiles are named after the process id; the services are named here before they stop.
@@ -84,11 +87,11 @@ async function main(): Promise<void> {
   try {
     const [kind] = await prepareWorkload(stack, stack.apiKey, [kindName]);
     const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
+    // A few jobs first (code compiled, connections warm), then every profile starts afresh.
+    await runInlineOrQueued(target, kind!, 2);
+    for (const pid of serviceOf.keys()) process.kill(pid, 'SIGUSR2');
     log(`running ${kindName} for about ${values.seconds} s`);
-    const run =
-      kind!.mode === 'inline'
-        ? await runInlineLoop(target, kind!, Number(values.seconds))
-        : await runQueuedBurst(target, kind!, Number(values.seconds) * 5);
+    const run = await runInlineOrQueued(target, kind!, Number(values.seconds));
     jobs = run.finished.filter((job) => job.status === 'completed').length;
   } finally {
     // Profiles are written when each service exits, so the stack stops first.
@@ -96,6 +99,17 @@ async function main(): Promise<void> {
   }
   await report(profileDir, jobs, serviceOf);
   await rm(profileDir, { recursive: true, force: true });
+}
+
+/** `seconds` of a closed loop for an inline kind; a burst of 5 jobs per second for a queued one. */
+function runInlineOrQueued(
+  target: { baseUrl: string; apiKey: string },
+  kind: JobKind,
+  seconds: number,
+) {
+  return kind.mode === 'inline'
+    ? runInlineLoop(target, kind, seconds)
+    : runQueuedBurst(target, kind, seconds * 5);
 }
 
 /** One row per service: its top packages by self time per completed job. */
@@ -117,8 +131,8 @@ async function report(
       .slice(0, 6)
       .map(([name, ms]) => `${name} ${(ms / jobs).toFixed(2)}`)
       .join(', ');
-    // CPU.<date>.<time>.<pid>.<thread>.<sequence>.cpuprofile
-    const [, , , pid, thread] = file.split('.');
+    // <pid>.<thread>.cpuprofile (cpu-profiler.mjs)
+    const [pid, thread] = file.split('.');
     const name = serviceOf.get(Number(pid)) ?? `pid ${pid}`;
     rows.push({
       service: thread === '0' ? name : `${name} (thread ${thread})`,
