@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LIMITS } from '@tamp/proto';
 import type { BenchStack } from '../bench/bench-stack';
 import type { ServerName } from '../infra/launcher';
 import type { ServiceName } from '../stack/services';
@@ -40,6 +41,8 @@ export interface FaultOutcome {
 }
 
 const PAUSE_MS = 15_000;
+/** Longer than any creation may take to be answered (its budget), with a margin. */
+const PATIENT_CLIENT_MS = LIMITS.createJobBudgetMs + 5_000;
 
 export async function injectFault(
   stack: BenchStack,
@@ -213,7 +216,12 @@ export class Probe {
   private async healthy(): Promise<boolean> {
     const answers = await Promise.all(
       this.kinds.map((kind) =>
-        createWithRetries({ ...this.target, requestTimeoutMs: 10_000, giveUpAfterMs: 1 }, kind),
+        createWithRetries(
+          // As patient as the creation budget: a client that hangs up before Tamp answers
+          // leaves a job it never learns about (the audit counts it as unnamed).
+          { ...this.target, requestTimeoutMs: PATIENT_CLIENT_MS, giveUpAfterMs: 1 },
+          kind,
+        ),
       ),
     );
     this.creations.push(...answers);
