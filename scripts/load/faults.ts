@@ -219,7 +219,12 @@ export class Probe {
         createWithRetries(
           // As patient as the creation budget: a client that hangs up before Tamp answers
           // leaves a job it never learns about (the audit counts it as unnamed).
-          { ...this.target, requestTimeoutMs: PATIENT_CLIENT_MS, giveUpAfterMs: 1 },
+          {
+            ...this.target,
+            requestTimeoutMs: PATIENT_CLIENT_MS,
+            giveUpAfterMs: 1,
+            deferSettling: true,
+          },
           kind,
         ),
       ),

@@ -12,7 +12,7 @@ import {
   type TrafficSummary,
   table,
 } from './report';
-import { type Creation, createWithRetries, drainJobs, runTraffic } from './traffic';
+import { type Creation, createWithRetries, drainJobs, runTraffic, settleDeferred } from './traffic';
 import { type JobKind, type JobKindName, prepareWorkload } from './workload';
 
 /**
@@ -87,6 +87,8 @@ export async function runScenario(
     injectFaults(stack, probe, options, log),
   ]);
   const creations = [...burst.creations, ...stream, ...probe.creations];
+  // Probe creations of unknown outcome were left unsettled so recovery times stay Tamp's own.
+  await settleDeferred(target, probe.creations);
   log(`draining ${creations.filter((creation) => creation.jobId !== null).length} jobs`);
   const finished = await drainJobs(target, creations, options.drainMs);
   const elapsedSec = (performance.now() - started) / 1000;

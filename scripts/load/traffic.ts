@@ -88,6 +88,11 @@ export async function createWithRetries(
   options: Pick<TrafficOptions, 'baseUrl' | 'apiKey' | 'requestTimeoutMs' | 'giveUpAfterMs'> & {
     /** A key of the caller's (twins of one creation); default a fresh one for queued kinds. */
     idempotencyKey?: string;
+    /**
+     * Leave a job named with outcome unknown in `unsettled` for settleDeferred instead of
+     * reading it until settled now (the health probe: its answer is whether it got one).
+     */
+    deferSettling?: boolean;
   },
   kind: JobKind,
 ): Promise<Creation> {
@@ -112,6 +117,10 @@ export async function createWithRetries(
   for (let attempt = 0; attempt < 1_000 && performance.now() < giveUpAt; attempt++) {
     const answer = await send(options, kind, creation.idempotencyKey);
     creation.statuses.push(answer.status);
+    if (answer.outcome?.outcome === 'unknown' && options.deferSettling === true) {
+      creation.unsettled.push(answer.outcome.jobId);
+      break;
+    }
     if (answer.outcome?.outcome === 'unknown') {
       // As the contract asks: read the named job before creating anything again.
       const settled = await settleCreation(options, answer.outcome.jobId);
@@ -167,6 +176,28 @@ interface Answer {
   error: string | null;
   /** What a failed creation said of its job, when it named one. */
   outcome: { jobId: string; outcome: 'not-created' | 'unknown' } | null;
+}
+
+/** Settles what creations left in `unsettled` (deferSettling): found jobs become theirs. */
+export async function settleDeferred(
+  options: Pick<TrafficOptions, 'baseUrl' | 'apiKey'>,
+  creations: readonly Creation[],
+): Promise<void> {
+  await Promise.all(
+    creations.map(async (creation) => {
+      const waiting = creation.unsettled.splice(0);
+      for (const jobId of waiting) {
+        const settled = await settleCreation(options, jobId);
+        if (settled === 'unsettled') creation.unsettled.push(jobId);
+        else if (settled === 'not-created') creation.notCreated.push(jobId);
+        else {
+          creation.jobId = jobId;
+          creation.statusAtCreation = settled.status;
+          creation.foundAfterUnknown = true;
+        }
+      }
+    }),
+  );
 }
 
 /** Longer than the job service takes to settle any creation (about 2 minutes). */
