@@ -14,8 +14,7 @@ async function queuedAudioJob(extra: Parameters<typeof audioRequest>[2] = {}): P
   return (await harness.createJob(audioRequest(accountId, uploadId, extra))).job.id;
 }
 
-const begin = (jobId: string, attempt: number) =>
-  harness.rpc.call(jobEndpoints.beginAttempt, { jobId, attempt, worker: 'worker-audio-test' });
+const begin = (jobId: string, attempt: number) => harness.beginAttempt(jobId, attempt);
 const fail = (jobId: string, attempt: number, permanent = false) =>
   harness.rpc.call(jobEndpoints.failAttempt, {
     jobId,
@@ -26,21 +25,7 @@ const fail = (jobId: string, attempt: number, permanent = false) =>
 const handBack = (jobId: string, attempt: number) =>
   harness.rpc.call(jobEndpoints.handBackAttempt, { jobId, attempt });
 const complete = (jobId: string, attempt: number, outputKey: string | null = null) =>
-  harness.rpc.call(jobEndpoints.completeJob, {
-    jobId,
-    attempt,
-    outputKey,
-    outputText: null,
-    metrics: {
-      inputSize: 1000,
-      outputSize: 300,
-      compressionRatio: 1,
-      operationsApplied: ['encode'],
-      processingMs: 40,
-      durationSecIn: 3,
-    },
-    usage: { inputBytes: 1000, audioSeconds: 3 },
-  });
+  harness.completeAttempt(jobId, attempt, outputKey);
 const stored = (jobId: string) => harness.storedJob(jobId);
 const getJob = (jobId: string) => harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
 const refundsOf = (jobId: string) => harness.refundCalls.filter((call) => call.jobId === jobId);

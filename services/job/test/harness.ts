@@ -232,6 +232,34 @@ export class JobHarness {
   }
 
   /** The job as stored, read on the service's own database. */
+  /** What a worker sends when it starts attempt `attempt` of a queued (audio) job. */
+  beginAttempt(jobId: string, attempt: number) {
+    return this.rpc.call(jobEndpoints.beginAttempt, {
+      jobId,
+      attempt,
+      worker: 'worker-audio-test',
+    });
+  }
+
+  /** What a worker sends when attempt `attempt` of a queued (audio) job succeeded. */
+  completeAttempt(jobId: string, attempt: number, outputKey: string | null = null) {
+    return this.rpc.call(jobEndpoints.completeJob, {
+      jobId,
+      attempt,
+      outputKey,
+      outputText: null,
+      metrics: {
+        inputSize: 1000,
+        outputSize: 300,
+        compressionRatio: 1,
+        operationsApplied: ['encode'],
+        processingMs: 40,
+        durationSecIn: 3,
+      },
+      usage: { inputBytes: 1000, audioSeconds: 3 },
+    });
+  }
+
   storedJob(jobId: string): Promise<JobDocument | null> {
     return this.db.collection<JobDocument>(JOBS_COLLECTION).findOne({ _id: jobId });
   }

@@ -96,25 +96,8 @@ describe('query plans', () => {
         audioRequest(accountId, uploadId, { idempotencyKey: 'plans' }),
       );
       const jobId = queued.job.id;
-      await harness.rpc.call(jobEndpoints.beginAttempt, {
-        jobId,
-        attempt: 1,
-        worker: 'worker-audio-test',
-      });
-      await harness.rpc.call(jobEndpoints.completeJob, {
-        jobId,
-        attempt: 1,
-        outputKey: null,
-        outputText: null,
-        metrics: {
-          inputSize: 1000,
-          outputSize: 300,
-          compressionRatio: 1,
-          operationsApplied: ['encode'],
-          processingMs: 40,
-        },
-        usage: { inputBytes: 1000, audioSeconds: 3 },
-      });
+      await harness.beginAttempt(jobId, 1);
+      await harness.completeAttempt(jobId, 1);
       await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
       await harness.service.sweep(new Date());
       await harness.service.sweep(new Date(Date.now() + 8 * DAY));
