@@ -3,17 +3,21 @@
  * profiler (preloaded from cpu-profiler.mjs) while one kind of job runs at saturation, and each service's profile
  * is summarized by self time per package (a dependency in node_modules, Node's own internals,
  * or a folder of this repository). Complements scripts/bench/job-cost.ts, which says how much
- * CPU each process spends; this says on what.
+ * CPU each process spends; this says on what. FerretDB's own profile over the same window comes
+ * from its pprof handler (its debug address, loopback only), summarized by `go tool pprof`.
+ * `--kind idle` profiles a stack doing nothing (figures per second instead of per job).
  *
- *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline] [--seconds 20]
+ *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline|…|idle] [--seconds 20] [--keep]
  *
- * Loopback only; the profiles are written to a temporary folder and removed afterwards.
+ * Loopback only; the profiles are written to a temporary folder, removed afterwards unless --keep.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { startBenchStack } from '../bench/bench-stack';
+import { type BenchStack, startBenchStack } from '../bench/bench-stack';
 import { PROJECT_ROOT } from '../infra/provision';
 import { runInlineLoop, runQueuedBurst } from '../load/capacity';
 import { table } from '../load/report';
@@ -31,6 +35,9 @@ interface CpuProfile {
   endTime: number;
   samples: number[];
 }
+
+/** Idle runs start this long after the warm-up jobs, past the sweepers' first passes. */
+const IDLE_SETTLE_MS = 30_000;
 
 const log = (message: string) => process.stderr.write(`[cpu-profile] ${message}\n`);
 
@@ -65,10 +72,13 @@ async function main(): Promise<void> {
     options: {
       kind: { type: 'string', default: 'text-inline' },
       seconds: { type: 'string', default: '20' },
+      keep: { type: 'boolean', default: false },
     },
   });
-  const kindName = values.kind as JobKindName;
-  if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${kindName}`);
+  // `idle`: a few jobs, then nothing; figures are per second instead of per job.
+  const idle = values.kind === 'idle';
+  const kindName = (idle ? 'text-inline' : values.kind) as JobKindName;
+  if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${values.kind}`);
   const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
   const stack = await startBenchStack({
     name: 'cpu-profile',
@@ -80,6 +90,7 @@ async function main(): Promise<void> {
     },
   });
   let jobs = 0;
+  let goProfile: string | null = null;
   // Profiles are named after the process id; the services are named here before they stop.
   const serviceOf = new Map(
     stack.services.services.map((service) => [service.pid() ?? -1, service.name] as const),
@@ -89,16 +100,64 @@ async function main(): Promise<void> {
     const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
     // A few jobs first (code compiled, connections warm), then every profile starts afresh.
     await runInlineOrQueued(target, kind!, 2);
+    // Idle: past the sweepers' first passes after start-up.
+    if (idle) await sleep(IDLE_SETTLE_MS);
     for (const pid of serviceOf.keys()) process.kill(pid, 'SIGUSR2');
-    log(`running ${kindName} for about ${values.seconds} s`);
-    const run = await runInlineOrQueued(target, kind!, Number(values.seconds));
-    jobs = run.finished.filter((job) => job.status === 'completed').length;
+    log(`running ${values.kind} for about ${values.seconds} s`);
+    const seconds = Number(values.seconds);
+    const ferretdbProfile = captureFerretdbProfile(stack, seconds, profileDir);
+    if (idle) {
+      await sleep(seconds * 1000);
+      jobs = seconds;
+    } else {
+      const run = await runInlineOrQueued(target, kind!, seconds);
+      jobs = run.finished.filter((job) => job.status === 'completed').length;
+    }
+    goProfile = await ferretdbProfile;
   } finally {
     // Profiles are written when each service exits, so the stack stops first.
     await stack.stop();
   }
-  await report(profileDir, jobs, serviceOf);
-  await rm(profileDir, { recursive: true, force: true });
+  await report(profileDir, jobs, serviceOf, idle);
+  if (goProfile !== null) reportGoProfile(goProfile, jobs);
+  if (values.keep) log(`profiles kept in ${profileDir}`);
+  else await rm(profileDir, { recursive: true, force: true });
+}
+
+/**
+ * FerretDB's own CPU profile over the load window, from the pprof handler its debug address
+ * serves (loopback only). Null, with a line on stderr, when it cannot be had.
+ */
+async function captureFerretdbProfile(
+  stack: BenchStack,
+  seconds: number,
+  profileDir: string,
+): Promise<string | null> {
+  const metricsUrl = stack.infrastructure.servers.ferretdb?.metricsUrl;
+  if (metricsUrl === undefined) return null;
+  const url = new URL(`/debug/pprof/profile?seconds=${Math.max(1, seconds - 2)}`, metricsUrl);
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout((seconds + 30) * 1000) });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const file = join(profileDir, 'ferretdb.pprof');
+    await writeFile(file, Buffer.from(await response.arrayBuffer()));
+    return file;
+  } catch (error) {
+    log(`no FerretDB profile: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+/** FerretDB's heaviest functions, cumulative, through `go tool pprof` (Go is a build tool here). */
+function reportGoProfile(file: string, jobs: number): void {
+  const top = spawnSync('go', ['tool', 'pprof', '-top', '-cum', '-nodecount=40', file], {
+    encoding: 'utf8',
+  });
+  if (top.status !== 0) {
+    log(`go tool pprof failed: ${top.stderr}`);
+    return;
+  }
+  process.stdout.write(`\nFerretDB (Go pprof, ${jobs} jobs over the window)\n${top.stdout}\n`);
 }
 
 /** `seconds` of a closed loop for an inline kind; a burst of 5 jobs per second for a queued one. */
@@ -117,6 +176,7 @@ async function report(
   profileDir: string,
   jobs: number,
   serviceOf: ReadonlyMap<number, string>,
+  idle: boolean,
 ): Promise<void> {
   const rows: Record<string, string | number>[] = [];
   for (const file of await readdir(profileDir)) {
@@ -136,11 +196,11 @@ async function report(
     const name = serviceOf.get(Number(pid)) ?? `pid ${pid}`;
     rows.push({
       service: thread === '0' ? name : `${name} (thread ${thread})`,
-      'ms/job on this thread': (total / jobs).toFixed(2),
+      [idle ? 'ms/s on this thread' : 'ms/job on this thread']: (total / jobs).toFixed(2),
       'top packages (self ms/job)': top,
     });
   }
-  process.stdout.write(`${jobs} jobs\n${table(rows)}\n`);
+  process.stdout.write(`${jobs} ${idle ? 'seconds (figures per second)' : 'jobs'}\n${table(rows)}\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();
