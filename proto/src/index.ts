@@ -1,4 +1,9 @@
 export * from './api';
+export * from './contracts/billing';
+export * from './contracts/endpoint';
+export * from './contracts/job';
+export * from './contracts/upload';
+export * from './contracts/webhook';
 export * from './creation-outcome';
 export * from './errors';
 export * from './ids';
@@ -7,7 +12,6 @@ export * from './messages';
 export * from './pipelines/index';
 export * from './requests';
 export * from './secrets';
-export * from './services';
 export * from './storable-strings';
 export * from './storage';
 export * from './topology';

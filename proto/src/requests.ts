@@ -3,9 +3,9 @@ import { JOB_STATUSES, JOB_TYPES, LIMITS, type Pipeline } from './limits';
 import { AUDIO_PRESET_NAMES, audioOperationSchema } from './pipelines/audio';
 import { IMAGE_PRESET_NAMES, imageOperationSchema } from './pipelines/image';
 import { TEXT_PRESET_NAMES, textOperationSchema } from './pipelines/text';
-import { httpUrl } from './services';
 import { storableString } from './storable-strings';
 import { UPLOAD_FILENAME_PATTERN } from './uploads';
+import { httpUrl } from './webhook-targets';
 
 /**
  * The public requests (bodies, queries, headers) of the API, built from the pipelines'

@@ -1,4 +1,6 @@
 import ipaddr from 'ipaddr.js';
+import { z } from 'zod';
+import { withoutNul } from './storable-strings';
 
 /**
  * Where webhooks may be sent, one rule for the two places that apply it: the gateway, when a
@@ -7,6 +9,17 @@ import ipaddr from 'ipaddr.js';
  * it and then {@link classifyResolvedAddresses} over what the host name resolves to then (DNS
  * can change between the two). Free of Node built-ins: the client bundles proto for browsers.
  */
+
+/**
+ * Webhook targets: absolute http(s) URLs only, IPv6 literals included, and storable (a URL
+ * parser would percent-encode a U+0000 in the path, but the string itself is what is stored).
+ * Whether a target may be reached is the deployment's target policy (`webhook-targets.ts`):
+ * checked by the gateway when the URL is given and by the webhook service at delivery time.
+ */
+export const httpUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .check(withoutNul());
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 

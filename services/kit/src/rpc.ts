@@ -46,7 +46,7 @@ export interface CallMeta {
 }
 
 /**
- * Typed request/reply over core NATS for the contracts in `proto/src/services.ts`. Each side
+ * Typed request/reply over core NATS for the contracts in `proto/src/contracts/` (one file per service). Each side
  * validates what it receives, once: the server the request, the caller the response (what a
  * side sends is already typed). A ServiceError thrown by a handler reaches the caller as the
  * same ServiceError; a missing or silent service is UNAVAILABLE, never a hang.
