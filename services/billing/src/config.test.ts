@@ -29,6 +29,26 @@ describe('billing configuration', () => {
     }
   });
 
+  it('lasts a dashboard session 12 h (1 min to 7 days) and a sign-in link 15 min (1 min to 24 h)', () => {
+    const minute = 60_000;
+    const defaults = configSchema.parse(base);
+    expect(defaults.DASHBOARD_SESSION_TTL_MS).toBe(12 * 60 * minute);
+    expect(defaults.SIGN_IN_LINK_TTL_MS).toBe(15 * minute);
+    const set = configSchema.parse({
+      ...base,
+      DASHBOARD_SESSION_TTL_MS: String(7 * 24 * 60 * minute),
+      SIGN_IN_LINK_TTL_MS: String(minute),
+    });
+    expect(set.DASHBOARD_SESSION_TTL_MS).toBe(7 * 24 * 60 * minute);
+    expect(set.SIGN_IN_LINK_TTL_MS).toBe(minute);
+    for (const DASHBOARD_SESSION_TTL_MS of [String(minute - 1), String(7 * 24 * 60 * minute + 1)]) {
+      expect(configSchema.safeParse({ ...base, DASHBOARD_SESSION_TTL_MS }).success).toBe(false);
+    }
+    for (const SIGN_IN_LINK_TTL_MS of ['0', String(24 * 60 * minute + 1), 'soon']) {
+      expect(configSchema.safeParse({ ...base, SIGN_IN_LINK_TTL_MS }).success).toBe(false);
+    }
+  });
+
   it('merges PLANS_JSON over the defaults', () => {
     const config = configSchema.parse({
       ...base,

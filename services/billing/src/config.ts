@@ -4,6 +4,10 @@ import { z } from 'zod';
 import { type PlanCatalog, planCatalog, planOverrides } from './domain/plans';
 import { DEFAULT_WEBHOOK_SECRET_GRACE_MS } from './domain/webhook-secret';
 
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+
 /** `PLANS_JSON`, e.g. `{"free":{"creditsPerPeriod":500}}`: merged over the default plans. */
 const plansJson = z
   .string()
@@ -57,5 +61,25 @@ export const configSchema = z.object({
     .min(0)
     .max(MAX_WEBHOOK_SECRET_GRACE_SECONDS * 1000)
     .default(DEFAULT_WEBHOOK_SECRET_GRACE_MS),
+  /**
+   * How long a dashboard session lasts from sign-in (12 h): a working day without signing in
+   * again, short enough that a forgotten browser does not stay signed in. 1 minute to 7 days.
+   */
+  DASHBOARD_SESSION_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(MINUTE_MS)
+    .max(7 * DAY_MS)
+    .default(12 * HOUR_MS),
+  /**
+   * How long a sign-in link can be redeemed (15 min): long enough to open an e-mail, short enough
+   * that an old one found later is useless. 1 minute to 24 h.
+   */
+  SIGN_IN_LINK_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(MINUTE_MS)
+    .max(DAY_MS)
+    .default(15 * MINUTE_MS),
 });
 export type Config = z.output<typeof configSchema>;

@@ -16,6 +16,8 @@ await runService({
       logger,
       secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
       webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
+      dashboardSessionTtlMs: config.DASHBOARD_SESSION_TTL_MS,
+      signInLinkTtlMs: config.SIGN_IN_LINK_TTL_MS,
       metrics: creditMetrics(metrics),
     });
   },

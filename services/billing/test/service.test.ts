@@ -58,6 +58,8 @@ beforeAll(async () => {
     plans: planCatalog(),
     logger,
     secretsEncryptionKey: randomBytes(32),
+    dashboardSessionTtlMs: 12 * 60 * 60 * 1000,
+    signInLinkTtlMs: 15 * 60 * 1000,
     now: () => clock,
   });
   rpc = new Rpc(clientNats, topology, logger);

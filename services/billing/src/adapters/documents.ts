@@ -8,6 +8,8 @@ export const COLLECTIONS = {
   apiKeys: 'api_keys',
   ledger: 'ledger',
   usage: 'usage',
+  signInLinks: 'sign_in_links',
+  dashboardSessions: 'dashboard_sessions',
 } as const;
 
 /** A posting applied to an account's balances whose ledger entry may not record it yet. */
@@ -51,6 +53,8 @@ export interface ApiKeyDocument {
   displayPrefix: string;
   createdAt: Date;
   revokedAt: Date | null;
+  /** Start of the minute the key last authenticated a request; absent until then. */
+  lastUsedAt?: Date | null;
 }
 
 export type LedgerKind = 'reserve' | 'refund' | 'grant' | 'period';
@@ -83,6 +87,12 @@ export interface UsageDocument {
   megapixels: number;
   characters: number;
   completedAt: Date;
+  /**
+   * What the job cost (proto's creditCost at record time) and its UTC day (`YYYY-MM-DD`), for
+   * the usage report's sums. Absent on records written before: the report prices those itself.
+   */
+  credits?: number;
+  completedDay?: string;
 }
 
 export const BILLING_INDEXES: IndexSpecification[] = [
@@ -90,4 +100,6 @@ export const BILLING_INDEXES: IndexSpecification[] = [
   { collection: COLLECTIONS.apiKeys, name: 'account', keys: { accountId: 1, createdAt: 1 } },
   { collection: COLLECTIONS.ledger, name: 'account', keys: { accountId: 1, createdAt: 1 } },
   { collection: COLLECTIONS.usage, name: 'account_period', keys: { accountId: 1, completedAt: 1 } },
+  // Sign-out everywhere; sign-in links and sessions are otherwise read by `_id` (the hash) only.
+  { collection: COLLECTIONS.dashboardSessions, name: 'account', keys: { accountId: 1 } },
 ];

@@ -24,6 +24,7 @@ export class KeyStore {
       displayPrefix: displayPrefix(apiKey),
       createdAt: this.now(),
       revokedAt: null,
+      lastUsedAt: null,
     });
     return { keyId, apiKey };
   }
@@ -50,6 +51,14 @@ export class KeyStore {
     const key = isId('apiKey', keyId) ? await this.keys.findOne({ _id: keyId }) : null;
     if (key === null) throw new ServiceError('NOT_FOUND', `API key ${keyId} not found`);
     return key;
+  }
+
+  /**
+   * Unguarded: replicas recording the same key may land neighbouring minutes in either order,
+   * an error of a minute that "last used" can live with.
+   */
+  async recordUse(keyId: string, minute: Date): Promise<void> {
+    await this.keys.updateOne({ _id: keyId }, { $set: { lastUsedAt: minute } });
   }
 
   async list(accountId: string): Promise<ApiKeyDocument[]> {

@@ -1,11 +1,20 @@
 import { insertIfAbsent } from '@tamp/kit';
-import type { JobEvent, Pipeline } from '@tamp/proto';
+import { creditCost, type JobEvent, type Pipeline } from '@tamp/proto';
 import type { Collection, Db } from 'mongodb';
 import type { BillingPeriod } from '../domain/billing-period';
+import { type KeyedTotal, type UnpricedUsage, utcDayOf } from '../domain/usage-report';
 import type { PipelineUsageTotals } from '../domain/usage-summary';
 import { COLLECTIONS, type UsageDocument } from './documents';
 
-/** One usage record per completed job (`_id`: job id), summed per period on read. */
+/**
+ * One usage record per completed job (`_id`: job id), summed per period on read.
+ *
+ * Every sum is its own aggregation with exactly one `$sum`: FerretDB 1.24 fills only the first
+ * accumulator of a `$group` and returns 0 for the others (measured). Nor does it implement
+ * `$ifNull` (measured), so records without `credits` are not defaulted in the query: `$sum`
+ * skips the missing field and `unpriced` hands those records over to be priced one by one.
+ * MongoDB gives the same answers.
+ */
 export class UsageStore {
   private readonly usage: Collection<UsageDocument>;
 
@@ -13,52 +22,100 @@ export class UsageStore {
     this.usage = db.collection<UsageDocument>(COLLECTIONS.usage);
   }
 
-  /** Records a completed job; a redelivered event finds its record and counts nothing. */
+  /**
+   * Records a completed job; a redelivered event finds its record and counts nothing. Its
+   * credits are priced here, once, with proto's creditCost (the rule reservations are made
+   * with) on the input bytes the job reported, so the report never prices a job again.
+   */
   async recordCompleted(event: JobEvent): Promise<boolean> {
     const usage = event.usage;
+    const inputBytes = usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0;
+    const completedAt = new Date(event.completedAt);
     return insertIfAbsent(this.usage, {
       _id: event.jobId,
       accountId: event.accountId,
       pipeline: event.pipeline,
-      inputBytes: usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0,
+      inputBytes,
       audioSeconds: usage?.audioSeconds ?? 0,
       megapixels: usage?.megapixels ?? 0,
       characters: usage?.characters ?? 0,
-      completedAt: new Date(event.completedAt),
+      completedAt,
+      credits: creditCost(event.pipeline, inputBytes),
+      completedDay: utcDayOf(completedAt),
     });
   }
 
-  /**
-   * Sums per pipeline, one aggregation per measure: FerretDB 1.24 fills only the first
-   * accumulator of a `$group` and returns 0 for the others (measured), so every `$group` here
-   * carries exactly one `$sum`. MongoDB gives the same answer either way.
-   */
+  /** Jobs and measures per pipeline. */
   async totals(accountId: string, period: BillingPeriod): Promise<PipelineUsageTotals[]> {
-    const match = { $match: { accountId, completedAt: { $gte: period.start, $lt: period.end } } };
     const totals = new Map<Pipeline, PipelineUsageTotals>();
     for (const measure of MEASURES) {
-      const rows = await this.usage
-        .aggregate<{ _id: Pipeline; total: number }>([
-          match,
-          {
-            $group: {
-              _id: '$pipeline',
-              total: { $sum: measure === 'requests' ? 1 : `$${measure}` },
-            },
-          },
-        ])
-        .toArray();
-      for (const row of rows) {
-        const pipelineTotals = totals.get(row._id) ?? emptyTotals(row._id);
+      const summand = measure === 'requests' ? 1 : `$${measure}`;
+      for (const row of await this.sumPerPipeline(accountId, period, summand)) {
+        const pipelineTotals = totals.get(row.key) ?? emptyTotals(row.key);
         pipelineTotals[measure] = row.total;
-        totals.set(row._id, pipelineTotals);
+        totals.set(row.key, pipelineTotals);
       }
     }
     return [...totals.values()];
   }
+
+  /** Credits of the records that carry them, per pipeline. */
+  creditsPerPipeline(accountId: string, period: BillingPeriod): Promise<KeyedTotal<Pipeline>[]> {
+    return this.sumPerPipeline(accountId, period, '$credits');
+  }
+
+  /** Jobs, or their credits, per UTC day, of the records that carry their day. */
+  async perDay(
+    accountId: string,
+    period: BillingPeriod,
+    measure: 'jobs' | 'credits',
+  ): Promise<KeyedTotal<string>[]> {
+    const summand = measure === 'jobs' ? 1 : '$credits';
+    const rows = await this.sum(accountId, period, '$completedDay', summand);
+    // Records older than `completedDay` make one group keyed null; `unpriced` has them.
+    return rows.flatMap((row) => (row._id === null ? [] : [{ key: row._id, total: row.total }]));
+  }
+
+  /** The period's records written before usage records carried their credits and day. */
+  unpriced(accountId: string, period: BillingPeriod): Promise<UnpricedUsage[]> {
+    return this.usage
+      .find(
+        { ...inPeriod(accountId, period), credits: { $exists: false } },
+        { projection: { _id: 0, pipeline: 1, inputBytes: 1, completedAt: 1 } },
+      )
+      .toArray() as Promise<UnpricedUsage[]>;
+  }
+
+  private async sumPerPipeline(
+    accountId: string,
+    period: BillingPeriod,
+    summand: string | number,
+  ): Promise<KeyedTotal<Pipeline>[]> {
+    const rows = await this.sum(accountId, period, '$pipeline', summand);
+    return rows.map((row) => ({ key: row._id as Pipeline, total: row.total }));
+  }
+
+  private sum(
+    accountId: string,
+    period: BillingPeriod,
+    groupBy: '$pipeline' | '$completedDay',
+    summand: string | number,
+  ): Promise<{ _id: string | null; total: number }[]> {
+    return this.usage
+      .aggregate<{ _id: string | null; total: number }>([
+        { $match: inPeriod(accountId, period) },
+        { $group: { _id: groupBy, total: { $sum: summand } } },
+      ])
+      .toArray();
+  }
 }
 
 const MEASURES = ['requests', 'inputBytes', 'audioSeconds', 'megapixels', 'characters'] as const;
+
+/** Leads with the equality FerretDB pushes down to its `accountId, completedAt` index. */
+function inPeriod(accountId: string, period: BillingPeriod) {
+  return { accountId, completedAt: { $gte: period.start, $lt: period.end } };
+}
 
 function emptyTotals(pipeline: Pipeline): PipelineUsageTotals {
   return { pipeline, requests: 0, inputBytes: 0, audioSeconds: 0, megapixels: 0, characters: 0 };

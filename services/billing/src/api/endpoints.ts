@@ -3,13 +3,21 @@ import { billingEndpoints } from '@tamp/proto';
 import type { Accounts } from '../application/accounts';
 import type { ApiKeys } from '../application/api-keys';
 import type { Credits } from '../application/credits';
+import type { DashboardSessions } from '../application/dashboard-sessions';
+import type { UsageReports } from '../application/usage-report';
+
+export interface BillingApplication {
+  accounts: Accounts;
+  keys: ApiKeys;
+  credits: Credits;
+  sessions: DashboardSessions;
+  usageReports: UsageReports;
+}
 
 /** `billingEndpoints` on NATS request/reply: each handler is one call into application/. */
 export function serveBillingEndpoints(
   rpc: Rpc,
-  accounts: Accounts,
-  keys: ApiKeys,
-  credits: Credits,
+  { accounts, keys, credits, sessions, usageReports }: BillingApplication,
 ): Promise<EndpointGroup> {
   return new EndpointGroup(rpc)
     .serve(billingEndpoints.authenticate, ({ apiKey }) => keys.authenticate(apiKey))
@@ -28,5 +36,15 @@ export function serveBillingEndpoints(
     .serve(billingEndpoints.createKey, ({ accountId }) => keys.create(accountId))
     .serve(billingEndpoints.revokeKey, ({ keyId }) => keys.revoke(keyId))
     .serve(billingEndpoints.listKeys, ({ accountId }) => keys.list(accountId))
+    .serve(billingEndpoints.createSignInLink, ({ accountId }) =>
+      sessions.createSignInLink(accountId),
+    )
+    .serve(billingEndpoints.startSession, (request) => sessions.start(request))
+    .serve(billingEndpoints.authenticateSession, ({ sessionToken }) =>
+      sessions.authenticate(sessionToken),
+    )
+    .serve(billingEndpoints.endSession, ({ sessionToken }) => sessions.end(sessionToken))
+    .serve(billingEndpoints.revokeSessions, ({ accountId }) => sessions.revokeAll(accountId))
+    .serve(billingEndpoints.getUsageReport, ({ accountId }) => usageReports.of(accountId))
     .ready();
 }

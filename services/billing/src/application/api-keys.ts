@@ -3,6 +3,7 @@ import type { AccountStore } from '../adapters/account-store';
 import type { ApiKeyDocument } from '../adapters/documents';
 import type { KeyStore } from '../adapters/key-store';
 import type { PlanCatalog } from '../domain/plans';
+import type { KeyUseRecorder } from './key-use';
 
 /** API keys: authentication of every public request, and their life cycle. */
 export class ApiKeys {
@@ -10,8 +11,10 @@ export class ApiKeys {
     private readonly keys: KeyStore,
     private readonly accounts: AccountStore,
     private readonly plans: PlanCatalog,
+    private readonly keyUse: KeyUseRecorder,
   ) {}
 
+  /** Also what a dashboard sign-in with an API key goes through: it is a use of the key. */
   async authenticate(apiKey: string) {
     const key = await this.keys.verify(apiKey);
     // A key whose account is gone authenticates nobody.
@@ -21,6 +24,7 @@ export class ApiKeys {
       }
       throw error;
     });
+    this.keyUse.record(key._id);
     const limits = this.plans[account.plan];
     return {
       accountId: account._id,
@@ -53,5 +57,6 @@ function keyView(key: ApiKeyDocument) {
     displayPrefix: key.displayPrefix,
     createdAt: key.createdAt.toISOString(),
     revokedAt: key.revokedAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
   };
 }

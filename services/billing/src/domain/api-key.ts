@@ -36,3 +36,14 @@ export function hashApiKey(apiKey: string): string {
 export function displayPrefix(apiKey: string): string {
   return apiKey.slice(0, DISPLAY_PREFIX_LENGTH);
 }
+
+/**
+ * How precisely a key's last use is kept: a busy key then costs one write a minute rather than
+ * one per request.
+ */
+export const KEY_USE_RESOLUTION_MS = 60_000;
+
+/** The start of the minute `now` falls in (epoch milliseconds): what `lastUsedAt` records. */
+export function keyUseMinute(now: Date): number {
+  return now.getTime() - (now.getTime() % KEY_USE_RESOLUTION_MS);
+}

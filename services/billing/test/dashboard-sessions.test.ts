@@ -1,0 +1,494 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  connectMongo,
+  connectNats,
+  type MongoClient,
+  type NatsConnection,
+  provisionIndexes,
+  provisionTopology,
+  Rpc,
+} from '@tamp/kit';
+import {
+  billingEndpoints,
+  createTopology,
+  creditCost,
+  type JobEvent,
+  KB,
+  MB,
+  newId,
+  type Pipeline,
+  ServiceError,
+  type Topology,
+} from '@tamp/proto';
+import type { CommandStartedEvent, Db } from 'mongodb';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { BILLING_INDEXES, type UsageDocument } from '../src/adapters/documents';
+import { planCatalog } from '../src/domain/plans';
+import { startBillingService } from '../src/service';
+
+const infrastructure = isolatedInfrastructure();
+const logger = pino({ level: 'silent' });
+const MINUTE_MS = 60_000;
+const SESSION_TTL_MS = 12 * 60 * MINUTE_MS;
+const LINK_TTL_MS = 15 * MINUTE_MS;
+/** Half a minute in, so that "to the minute" shows. */
+const JANUARY = new Date('2025-01-15T12:00:30Z');
+let clock = JANUARY;
+const moveClockTo = (msAfterJanuary: number) => {
+  clock = new Date(JANUARY.getTime() + msAfterJanuary);
+};
+
+let serverNats: NatsConnection;
+let clientNats: NatsConnection;
+let mongo: MongoClient;
+let db: Db;
+let topology: Topology;
+let rpc: Rpc;
+let billing: { stop(): Promise<void> };
+/** Every `lastUsedAt` write billing sends: the key and the minute written. */
+const keyUseWrites: { keyId: string; minute: string }[] = [];
+
+beforeAll(async () => {
+  topology = createTopology(infrastructure.namespace);
+  serverNats = await connectNats({ url: infrastructure.natsUrl, name: 'billing', logger });
+  clientNats = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
+  await provisionTopology(serverNats, topology);
+  const connection = await connectMongo({
+    url: infrastructure.mongoUrl,
+    database: infrastructure.database,
+    appName: 'billing',
+    monitorCommands: true,
+  });
+  mongo = connection.client;
+  db = connection.db;
+  mongo.on('commandStarted', recordKeyUseWrite);
+  await provisionIndexes(db, BILLING_INDEXES);
+  billing = await startBillingService({
+    nats: serverNats,
+    topology,
+    db,
+    plans: planCatalog(),
+    logger,
+    secretsEncryptionKey: randomBytes(32),
+    dashboardSessionTtlMs: SESSION_TTL_MS,
+    signInLinkTtlMs: LINK_TTL_MS,
+    now: () => clock,
+  });
+  rpc = new Rpc(clientNats, topology, logger);
+});
+
+afterAll(async () => {
+  await billing?.stop();
+  await Promise.all([serverNats?.close(), clientNats?.close(), mongo?.close()]);
+});
+
+afterEach(() => {
+  clock = JANUARY;
+});
+
+interface KeyUseSet {
+  lastUsedAt?: unknown;
+}
+
+function recordKeyUseWrite(event: CommandStartedEvent): void {
+  if (event.commandName !== 'update' || event.command.update !== 'api_keys') return;
+  const updates = event.command.updates as { q: { _id: string }; u: { $set?: KeyUseSet } }[];
+  for (const update of updates) {
+    const minute = update.u.$set?.lastUsedAt;
+    if (minute instanceof Date)
+      keyUseWrites.push({ keyId: update.q._id, minute: minute.toISOString() });
+  }
+}
+
+const call: Rpc['call'] = (endpoint, request) => rpc.call(endpoint, request, { timeoutMs: 30_000 });
+
+async function failure(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => new Error('expected a failure'),
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ServiceError);
+  return error as ServiceError;
+}
+
+const newAccount = () => call(billingEndpoints.createAccount, {});
+
+const signInLink = (accountId: string) => call(billingEndpoints.createSignInLink, { accountId });
+
+const redeem = (token: string) =>
+  call(billingEndpoints.startSession, { method: 'sign-in-link', token });
+
+const authenticateSession = (sessionToken: string) =>
+  call(billingEndpoints.authenticateSession, { sessionToken });
+
+async function sessionOf(accountId: string): Promise<string> {
+  return (await redeem((await signInLink(accountId)).token)).sessionToken;
+}
+
+const INVALID_LINK = 'The sign-in link is invalid, used or expired';
+
+describe('sign-in links', () => {
+  it('are tsl_ tokens valid for SIGN_IN_LINK_TTL_MS, minted for existing accounts only', async () => {
+    const { accountId } = await newAccount();
+    expect(await signInLink(accountId)).toEqual({
+      token: expect.stringMatching(/^tsl_[0-9A-Za-z]{43}$/),
+      expiresAt: new Date(JANUARY.getTime() + LINK_TTL_MS).toISOString(),
+    });
+    for (const unknown of [newId('account'), 'acct_nope', '']) {
+      expect((await failure(signInLink(unknown))).code).toBe('NOT_FOUND');
+    }
+  });
+
+  it('start one session: a second redemption is UNAUTHORIZED', async () => {
+    const { accountId } = await newAccount();
+    const { token } = await signInLink(accountId);
+    const started = await redeem(token);
+    expect(started).toEqual({
+      sessionToken: expect.stringMatching(/^tss_[0-9A-Za-z]{43}$/),
+      accountId,
+      expiresAt: new Date(JANUARY.getTime() + SESSION_TTL_MS).toISOString(),
+    });
+    expect(await authenticateSession(started.sessionToken)).toEqual({
+      sessionId: expect.stringMatching(/^ses_[0-9a-f]{16}$/),
+      accountId,
+      expiresAt: started.expiresAt,
+    });
+    const again = await failure(redeem(token));
+    expect(again.code).toBe('UNAUTHORIZED');
+    expect(again.message).toBe(INVALID_LINK);
+  });
+
+  it('start exactly one session when redeemed concurrently', async () => {
+    const { accountId } = await newAccount();
+    const { token } = await signInLink(accountId);
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => redeem(token)));
+    const started = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const codes = outcomes.flatMap((outcome) =>
+      outcome.status === 'rejected' ? [(outcome.reason as ServiceError).code] : [],
+    );
+    expect(started).toHaveLength(1);
+    expect(codes).toEqual(Array(7).fill('UNAUTHORIZED'));
+    expect(await db.collection('dashboard_sessions').countDocuments({ accountId })).toBe(1);
+  });
+
+  it('are refused from their expiry on, and when unknown or malformed', async () => {
+    const { accountId } = await newAccount();
+    const { token } = await signInLink(accountId);
+    moveClockTo(LINK_TTL_MS);
+    expect((await failure(redeem(token))).code).toBe('UNAUTHORIZED');
+    // Refused for its expiry alone: a moment earlier the same link still works.
+    moveClockTo(LINK_TTL_MS - 1);
+    expect((await redeem(token)).accountId).toBe(accountId);
+
+    const sessionToken = await sessionOf(accountId);
+    for (const unknown of [`tsl_${'A'.repeat(43)}`, sessionToken, 'tsl_short', '', `${token}x`]) {
+      const error = await failure(redeem(unknown));
+      expect(error.code).toBe('UNAUTHORIZED');
+      expect(error.message).toBe(INVALID_LINK);
+    }
+  });
+});
+
+describe('dashboard sessions', () => {
+  it('authenticate until they expire', async () => {
+    const { accountId } = await newAccount();
+    const sessionToken = await sessionOf(accountId);
+    moveClockTo(SESSION_TTL_MS - 1);
+    expect((await authenticateSession(sessionToken)).accountId).toBe(accountId);
+    moveClockTo(SESSION_TTL_MS);
+    expect((await failure(authenticateSession(sessionToken))).code).toBe('UNAUTHORIZED');
+  });
+
+  it('end at sign-out, idempotently; unknown sessions are not ended', async () => {
+    const { accountId } = await newAccount();
+    const [signedOut, other] = [await sessionOf(accountId), await sessionOf(accountId)];
+    expect(await call(billingEndpoints.endSession, { sessionToken: signedOut })).toEqual({
+      ended: true,
+    });
+    expect((await failure(authenticateSession(signedOut))).code).toBe('UNAUTHORIZED');
+    expect((await authenticateSession(other)).accountId).toBe(accountId);
+
+    moveClockTo(MINUTE_MS);
+    expect(await call(billingEndpoints.endSession, { sessionToken: signedOut })).toEqual({
+      ended: true,
+    });
+    const stored = await db
+      .collection('dashboard_sessions')
+      .findOne({ _id: sha256(signedOut) as never });
+    expect(stored?.endedAt).toEqual(JANUARY);
+
+    for (const sessionToken of [`tss_${'A'.repeat(43)}`, 'tss_short', '']) {
+      expect(await call(billingEndpoints.endSession, { sessionToken })).toEqual({ ended: false });
+    }
+  });
+
+  it('are all ended by revokeSessions, and only those of the account', async () => {
+    const { accountId } = await newAccount();
+    const neighbour = await newAccount();
+    const sessions = [await sessionOf(accountId), await sessionOf(accountId)];
+    const signedOut = await sessionOf(accountId);
+    await call(billingEndpoints.endSession, { sessionToken: signedOut });
+    const neighbours = await sessionOf(neighbour.accountId);
+
+    expect(await call(billingEndpoints.revokeSessions, { accountId })).toEqual({ revoked: 2 });
+    for (const sessionToken of [...sessions, signedOut]) {
+      expect((await failure(authenticateSession(sessionToken))).code).toBe('UNAUTHORIZED');
+    }
+    expect((await authenticateSession(neighbours)).accountId).toBe(neighbour.accountId);
+    expect(await call(billingEndpoints.revokeSessions, { accountId })).toEqual({ revoked: 0 });
+    // Sign-in still works afterwards: revocation ends sessions, not the account.
+    expect((await authenticateSession(await sessionOf(accountId))).accountId).toBe(accountId);
+    const unknown = await failure(
+      call(billingEndpoints.revokeSessions, { accountId: newId('account') }),
+    );
+    expect(unknown.code).toBe('NOT_FOUND');
+  });
+
+  it('are refused once their account is gone', async () => {
+    const { accountId } = await newAccount();
+    const sessionToken = await sessionOf(accountId);
+    const { token } = await signInLink(accountId);
+    await db.collection('accounts').deleteOne({ _id: accountId as never });
+    expect((await failure(authenticateSession(sessionToken))).code).toBe('UNAUTHORIZED');
+    expect((await failure(redeem(token))).code).toBe('UNAUTHORIZED');
+  });
+
+  it('start from an active API key, which is not kept; revoked and unknown keys are refused', async () => {
+    const { accountId, apiKey } = await newAccount();
+    const started = await call(billingEndpoints.startSession, { method: 'api-key', apiKey });
+    expect(started.accountId).toBe(accountId);
+    expect((await authenticateSession(started.sessionToken)).accountId).toBe(accountId);
+    const stored = JSON.stringify(await db.collection('dashboard_sessions').find({}).toArray());
+    expect(stored).not.toContain(apiKey.slice(8));
+
+    const revoked = await call(billingEndpoints.createKey, { accountId });
+    await call(billingEndpoints.revokeKey, { keyId: revoked.keyId });
+    for (const refused of [revoked.apiKey, `sk_live_${'A'.repeat(43)}`, 'sk_live_short', '']) {
+      const error = await failure(
+        call(billingEndpoints.startSession, { method: 'api-key', apiKey: refused }),
+      );
+      expect(error.code).toBe('UNAUTHORIZED');
+    }
+  });
+
+  it('store only the SHA-256 of link and session tokens', async () => {
+    const { accountId } = await newAccount();
+    const { token } = await signInLink(accountId);
+    const { sessionToken } = await redeem(token);
+    const links = await db.collection('sign_in_links').find({ accountId }).toArray();
+    const sessions = await db.collection('dashboard_sessions').find({ accountId }).toArray();
+    expect(links.map((link) => link._id)).toEqual([sha256(token)]);
+    expect(sessions.map((session) => session._id)).toEqual([sha256(sessionToken)]);
+    const stored = JSON.stringify([links, sessions]);
+    for (const secret of [token, sessionToken]) expect(stored).not.toContain(secret.slice(4));
+  });
+});
+
+describe('the last use of API keys', () => {
+  it('is recorded by authenticate, to the minute, and shown by listKeys and revokeKey', async () => {
+    const { accountId, apiKey } = await newAccount();
+    const unused = await call(billingEndpoints.createKey, { accountId });
+    const listed = async () =>
+      (await call(billingEndpoints.listKeys, { accountId })).keys.map((key) => key.lastUsedAt);
+    expect(await listed()).toEqual([null, null]);
+
+    await call(billingEndpoints.authenticate, { apiKey });
+    await expect.poll(listed).toEqual(['2025-01-15T12:00:00.000Z', null]);
+    expect((await call(billingEndpoints.revokeKey, { keyId: unused.keyId })).lastUsedAt).toBeNull();
+  });
+
+  it('is written at most once a minute per key', async () => {
+    const { apiKey } = await newAccount();
+    const { keyId } = await call(billingEndpoints.authenticate, { apiKey });
+    const writes = () => keyUseWrites.filter((write) => write.keyId === keyId);
+    for (const second of [1, 10, 29]) {
+      moveClockTo(second * 1000);
+      await call(billingEndpoints.authenticate, { apiKey });
+    }
+    moveClockTo(40_000);
+    await call(billingEndpoints.authenticate, { apiKey });
+    await call(billingEndpoints.authenticate, { apiKey });
+    await expect.poll(() => writes().length).toBeGreaterThanOrEqual(2);
+    expect(writes().map((write) => write.minute)).toEqual([
+      '2025-01-15T12:00:00.000Z',
+      '2025-01-15T12:01:00.000Z',
+    ]);
+  });
+});
+
+describe('the usage report', () => {
+  /** Waits until the `billing` consumer has acknowledged everything published so far. */
+  async function eventsSettled(): Promise<void> {
+    const manager = await jetstreamManager(clientNats);
+    await expect
+      .poll(
+        async () => {
+          const info = await manager.consumers.info(topology.streams.events.name, 'billing');
+          return info.num_pending + info.num_ack_pending;
+        },
+        { timeout: 20_000, interval: 100 },
+      )
+      .toBe(0);
+  }
+
+  function completed(
+    accountId: string,
+    pipeline: Pipeline,
+    completedAt: string,
+    usage: JobEvent['usage'],
+  ): JobEvent {
+    return {
+      event: 'job.completed',
+      jobId: newId('job'),
+      accountId,
+      pipeline,
+      status: 'completed',
+      inline: false,
+      webhookUrl: null,
+      result: null,
+      error: null,
+      usage,
+      createdAt: completedAt,
+      completedAt,
+    };
+  }
+
+  async function publish(event: JobEvent, msgID = `${event.jobId}:${event.event}`) {
+    const subject =
+      event.event === 'job.completed'
+        ? topology.subjects.events.completed
+        : topology.subjects.events.failed;
+    await jetstream(clientNats).publish(subject, JSON.stringify(event), { msgID });
+  }
+
+  const report = (accountId: string) => call(billingEndpoints.getUsageReport, { accountId });
+
+  it('sums the period per pipeline and per UTC day, with creditCost credits and zero days', async () => {
+    const { accountId } = await newAccount();
+    const events = {
+      bigText: completed(accountId, 'text', '2025-01-02T10:00:00.000Z', {
+        inputBytes: 300 * KB,
+        characters: 300_000,
+      }),
+      smallText: completed(accountId, 'text', '2025-01-02T23:59:59.999Z', {
+        inputBytes: 10,
+        characters: 10,
+      }),
+      image: completed(accountId, 'image', '2025-01-03T00:00:00.000Z', {
+        inputBytes: 5 * MB + 1,
+        megapixels: 1.5,
+      }),
+      audio: completed(accountId, 'audio', '2025-01-10T08:00:00.000Z', {
+        inputBytes: MB,
+        audioSeconds: 60.25,
+      }),
+      today: completed(accountId, 'text', JANUARY.toISOString(), {
+        inputBytes: 20,
+        characters: 20,
+      }),
+      december: completed(accountId, 'text', '2024-12-31T23:59:59.999Z', { inputBytes: 5 }),
+    };
+    const failed: JobEvent = {
+      ...completed(accountId, 'text', '2025-01-04T00:00:00.000Z', null),
+      event: 'job.failed',
+      status: 'failed',
+      error: 'boom',
+    };
+    for (const event of [...Object.values(events), failed]) await publish(event);
+    await publish(events.image, `${events.image.jobId}:job.completed:again`);
+    // Recorded before records carried their credits and day.
+    await db.collection<UsageDocument>('usage').insertOne({
+      _id: newId('job'),
+      accountId,
+      pipeline: 'text',
+      inputBytes: 250 * KB,
+      audioSeconds: 0,
+      megapixels: 0,
+      characters: 250_000,
+      completedAt: new Date('2025-01-05T12:00:00Z'),
+    });
+    await eventsSettled();
+
+    const cost = (event: JobEvent) => creditCost(event.pipeline, event.usage?.inputBytes ?? 0);
+    const legacyCost = creditCost('text', 250 * KB);
+    expect([cost(events.bigText), cost(events.image), legacyCost]).toEqual([3, 3, 3]);
+    const textCredits = cost(events.bigText) + cost(events.smallText) + cost(events.today);
+
+    const { period, pipelines, days } = await report(accountId);
+    expect(period).toEqual({ start: '2025-01-01T00:00:00.000Z', end: '2025-02-01T00:00:00.000Z' });
+    expect(pipelines).toEqual([
+      {
+        pipeline: 'audio',
+        jobs: 1,
+        inputBytes: MB,
+        audioSeconds: 60.25,
+        megapixels: 0,
+        characters: 0,
+        credits: cost(events.audio),
+      },
+      {
+        pipeline: 'image',
+        jobs: 1,
+        inputBytes: 5 * MB + 1,
+        audioSeconds: 0,
+        megapixels: 1.5,
+        characters: 0,
+        credits: cost(events.image),
+      },
+      {
+        pipeline: 'text',
+        jobs: 4,
+        inputBytes: 300 * KB + 10 + 20 + 250 * KB,
+        audioSeconds: 0,
+        megapixels: 0,
+        characters: 300_000 + 10 + 20 + 250_000,
+        credits: textCredits + legacyCost,
+      },
+    ]);
+    const busyDays: Record<string, { jobs: number; credits: number }> = {
+      '2025-01-02': { jobs: 2, credits: cost(events.bigText) + cost(events.smallText) },
+      '2025-01-03': { jobs: 1, credits: cost(events.image) },
+      '2025-01-05': { jobs: 1, credits: legacyCost },
+      '2025-01-10': { jobs: 1, credits: cost(events.audio) },
+      '2025-01-15': { jobs: 1, credits: cost(events.today) },
+    };
+    expect(days).toEqual(
+      Array.from({ length: 15 }, (_, index) => {
+        const day = `2025-01-${String(index + 1).padStart(2, '0')}`;
+        return { day, ...(busyDays[day] ?? { jobs: 0, credits: 0 }) };
+      }),
+    );
+    const stored = await db.collection<UsageDocument>('usage').findOne({ _id: events.image.jobId });
+    expect(stored).toMatchObject({ credits: 3, completedDay: '2025-01-03' });
+  });
+
+  it('covers the anchored billing cycle, and is NOT_FOUND for unknown accounts', async () => {
+    const { accountId } = await call(billingEndpoints.createAccount, {
+      billingCycleAnchor: '2024-12-11T06:00:00Z',
+    });
+    // Cycles from 2024-12-11 06:00: the one containing now began on 2025-01-10 at 06:00.
+    const before = completed(accountId, 'text', '2025-01-10T05:59:59.999Z', { inputBytes: 1 });
+    const within = completed(accountId, 'text', '2025-01-10T06:00:00.000Z', { inputBytes: 1 });
+    for (const event of [before, within]) await publish(event);
+    await eventsSettled();
+    const { period, pipelines, days } = await report(accountId);
+    expect(period).toEqual({ start: '2025-01-10T06:00:00.000Z', end: '2025-02-09T06:00:00.000Z' });
+    expect(pipelines.find((row) => row.pipeline === 'text')).toMatchObject({ jobs: 1, credits: 1 });
+    expect(days).toEqual([
+      { day: '2025-01-10', jobs: 1, credits: 1 },
+      ...['11', '12', '13', '14', '15'].map((day) => ({
+        day: `2025-01-${day}`,
+        jobs: 0,
+        credits: 0,
+      })),
+    ]);
+    expect((await failure(report(newId('account')))).code).toBe('NOT_FOUND');
+  });
+});
+
+function sha256(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
