@@ -40,6 +40,20 @@ function connection(): Connection {
   return { url: url.replace(/\/$/, ''), token };
 }
 
+/**
+ * The public base URL customers reach: TAMP_PUBLIC_URL, else the local stack's (stack.json);
+ * null when neither is known.
+ */
+export function publicBaseUrl(): string | null {
+  const fromEnvironment = process.env.TAMP_PUBLIC_URL;
+  if (fromEnvironment !== undefined && fromEnvironment !== '')
+    return fromEnvironment.replace(/\/$/, '');
+  const stackFile = join(resolve(PROJECT_ROOT, process.env.TAMP_DATA_DIR ?? '.data'), 'stack.json');
+  if (!existsSync(stackFile)) return null;
+  const { publicUrl } = JSON.parse(readFileSync(stackFile, 'utf8')) as { publicUrl?: string };
+  return publicUrl?.replace(/\/$/, '') ?? null;
+}
+
 /** One admin API call; the envelope's `data`, or an AdminApiError with the error code. */
 export async function callAdminApi<Data>(
   method: string,

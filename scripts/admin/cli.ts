@@ -4,7 +4,7 @@
 // .data); TAMP_ADMIN_URL and ADMIN_TOKEN override both.
 // Exit codes: 0 ok, 1 the API refused or failed, 2 usage errors.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { callAdminApi } from './admin-api';
+import { callAdminApi, publicBaseUrl } from './admin-api';
 
 const USAGE = `usage: npm run --silent admin -- <command>
   account create [--plan free|pro] [--credits N] [--webhook-url URL]
@@ -13,6 +13,7 @@ const USAGE = `usage: npm run --silent admin -- <command>
                  [--billing-cycle-anchor ISO | --no-billing-cycle-anchor] [--json]
   account show <accountId> [--json]
   account rotate-webhook-secret <accountId> [--grace-period-seconds N] [--json]
+  account sign-in-link <accountId> [--json]
   credits add <accountId> <N> [--json]
   key create <accountId> [--json]
   key revoke <keyId> [--json]
@@ -23,7 +24,9 @@ const USAGE = `usage: npm run --silent admin -- <command>
   periods are then 30-day cycles from it instead of calendar months.
 rotate-webhook-secret: the previous secret keeps signing for --grace-period-seconds
   (default: billing's WEBHOOK_SECRET_GRACE_MS, 24 h; 0 retires it at once).
-environment: TAMP_ADMIN_URL, ADMIN_TOKEN, TAMP_DATA_DIR (default .data)`;
+sign-in-link: a one-time link into the account dashboard (valid for billing's
+  SIGN_IN_LINK_TTL_MS, 15 min), for the customer; it is shown once.
+environment: TAMP_ADMIN_URL, ADMIN_TOKEN, TAMP_PUBLIC_URL (for links), TAMP_DATA_DIR (default .data)`;
 
 /** A command line the CLI refuses: exit code 2, with the usage. */
 class UsageError extends Error {}
@@ -184,6 +187,18 @@ function adminProgram(print: (output: Output) => void): Command {
         };
       }),
     );
+
+  onId(account, 'sign-in-link', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{ path: string; expiresAt: string }>(
+      'POST',
+      `/accounts/${enc(accountId)}/sign-in-links`,
+    );
+    const url = `${publicBaseUrl() ?? ''}${data.path}`;
+    return {
+      json: { url, expiresAt: data.expiresAt },
+      text: `${url}\n(one-time sign-in link, valid until ${data.expiresAt})`,
+    };
+  });
 
   leaf(program.command('credits'), 'add')
     .argument('<accountId>')

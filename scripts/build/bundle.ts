@@ -18,7 +18,7 @@
  * Run: node --import tsx scripts/build/bundle.ts
  */
 import { existsSync } from 'node:fs';
-import { rm, symlink } from 'node:fs/promises';
+import { cp, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -36,6 +36,14 @@ const EXTRA_ENTRIES: Partial<Record<ServiceName, Record<string, string>>> = {
   'worker-text': {
     'text-pipeline-thread': 'services/worker-text/src/adapters/text-pipeline-thread.ts',
   },
+};
+
+/**
+ * Files a service reads at run time next to its code (`new URL('./assets/…', import.meta.url)`),
+ * copied next to main.mjs: the gateway's dashboard stylesheet and script.
+ */
+const ASSET_FOLDERS: Partial<Record<ServiceName, string>> = {
+  gateway: 'services/gateway/src/api/dashboard/assets',
 };
 
 /** Workspace packages (@tamp/*) are bundled; every other bare import stays external. */
@@ -70,9 +78,15 @@ export async function bundleServices(): Promise<void> {
         sourcemap: 'linked',
         plugins: [externalThirdParty],
         logLevel: 'warning',
-      }).then(() => linkPinnedPackages(name)),
+      }).then(() => Promise.all([linkPinnedPackages(name), copyAssets(name)])),
     ),
   );
+}
+
+async function copyAssets(name: ServiceName): Promise<void> {
+  const folder = ASSET_FOLDERS[name];
+  if (folder === undefined) return;
+  await cp(join(PROJECT_ROOT, folder), join(BUNDLE_DIR, name, 'assets'), { recursive: true });
 }
 
 async function linkPinnedPackages(name: ServiceName): Promise<void> {

@@ -200,7 +200,9 @@ async function report(
       'top packages (self ms/job)': top,
     });
   }
-  process.stdout.write(`${jobs} ${idle ? 'seconds (figures per second)' : 'jobs'}\n${table(rows)}\n`);
+  process.stdout.write(
+    `${jobs} ${idle ? 'seconds (figures per second)' : 'jobs'}\n${table(rows)}\n`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -634,7 +634,7 @@ describe('Helm chart charts/tamp', () => {
     }
   });
 
-  it('renders a helm test hook that checks the public, admin and ops endpoints', () => {
+  it('renders a helm test hook that checks the public, dashboard, admin and ops endpoints', () => {
     const pods = ofKind(defaults, 'Pod');
     expect(pods).toHaveLength(1);
     const pod = pods[0]!;
@@ -656,6 +656,7 @@ describe('Helm chart charts/tamp', () => {
     expect(check.args).toContain(
       `http://${RELEASE}-gateway-admin:8081/admin/accounts/acct_helmtest=401`,
     );
+    expect(check.args).toContain(`http://${RELEASE}-gateway:80/dashboard/sign-in=200`);
   });
 
   it('rejects bad values through values.schema.json', async () => {

@@ -55,7 +55,34 @@ const keyView = z.object({
   displayPrefix: z.string(),
   createdAt: z.iso.datetime(),
   revokedAt: z.iso.datetime().nullable(),
+  /** When the key last authenticated a request, to the minute (null: never). */
+  lastUsedAt: z.iso.datetime().nullable().default(null),
 });
+
+/** The dashboard's usage page: the period's completed jobs by pipeline and by day. */
+export const usageReport = z.object({
+  period: z.object({ start: z.iso.datetime(), end: z.iso.datetime() }),
+  pipelines: z.array(
+    z.object({
+      pipeline: z.enum(PIPELINES),
+      jobs: z.number().int().nonnegative(),
+      inputBytes: z.number().nonnegative(),
+      audioSeconds: z.number().nonnegative(),
+      megapixels: z.number().nonnegative(),
+      characters: z.number().nonnegative(),
+      credits: z.number().int().nonnegative(),
+    }),
+  ),
+  /** One entry per UTC day of the period up to today, oldest first, days without jobs included. */
+  days: z.array(
+    z.object({
+      day: z.iso.date(),
+      jobs: z.number().int().nonnegative(),
+      credits: z.number().int().nonnegative(),
+    }),
+  ),
+});
+export type UsageReport = z.infer<typeof usageReport>;
 
 export const billingEndpoints = {
   /** Verifies a full `sk_live_…` key against its SHA-256 hash; unknown or revoked → UNAUTHORIZED. */
@@ -148,5 +175,60 @@ export const billingEndpoints = {
     'list-keys',
     z.object({ accountId: z.string() }),
     z.object({ keys: z.array(keyView) }),
+  ),
+
+  // Dashboard sessions (docs/decisions.md#the-dashboard): a session token is a bearer secret
+  // held only in an HttpOnly cookie; billing stores its SHA-256, never the token.
+
+  /** Mints a one-time sign-in link token for an account (admin API and CLI). */
+  createSignInLink: endpoint(
+    'billing',
+    'create-sign-in-link',
+    z.object({ accountId: z.string() }),
+    z.object({ token: z.string(), expiresAt: z.iso.datetime() }),
+  ),
+  /**
+   * Starts a dashboard session from a sign-in link (usable once, before it expires) or from an
+   * API key (verified like any request's; the key is not kept). UNAUTHORIZED otherwise.
+   */
+  startSession: endpoint(
+    'billing',
+    'start-session',
+    z.discriminatedUnion('method', [
+      z.object({ method: z.literal('sign-in-link'), token: z.string().max(256) }),
+      z.object({ method: z.literal('api-key'), apiKey: z.string().max(256) }),
+    ]),
+    z.object({ sessionToken: z.string(), accountId: z.string(), expiresAt: z.iso.datetime() }),
+  ),
+  /** The session's account; UNAUTHORIZED when unknown, expired, ended or revoked. */
+  authenticateSession: endpoint(
+    'billing',
+    'authenticate-session',
+    z.object({ sessionToken: z.string().max(256) }),
+    z.object({ sessionId: z.string(), accountId: z.string(), expiresAt: z.iso.datetime() }),
+  ),
+  /** Sign-out: the session is refused from now on. Idempotent. */
+  endSession: endpoint(
+    'billing',
+    'end-session',
+    z.object({ sessionToken: z.string().max(256) }),
+    z.object({ ended: z.boolean() }),
+  ),
+  /** Ends every session of the account (a customer's "sign out everywhere", or an operator's). */
+  revokeSessions: endpoint(
+    'billing',
+    'revoke-sessions',
+    z.object({ accountId: z.string() }),
+    z.object({ revoked: z.number().int().nonnegative() }),
+  ),
+  /**
+   * The current period's completed jobs per pipeline with the credits they cost, and per day
+   * (UTC) for the dashboard's chart.
+   */
+  getUsageReport: endpoint(
+    'billing',
+    'get-usage-report',
+    z.object({ accountId: z.string() }),
+    usageReport,
   ),
 };

@@ -8,6 +8,8 @@ import {
 import type { Logger } from 'pino';
 import type { Authenticator } from '../adapters/authenticator';
 import type { KvRateLimiter } from '../adapters/rate-limiter';
+import { dashboardPlugin } from './dashboard/plugin';
+import { DASHBOARD_PATH } from './dashboard/session';
 import { type HttpLimits, httpServerOptions } from './http-server';
 import { adminTokenPlugin } from './plugins/admin-token';
 import { authPlugin } from './plugins/auth';
@@ -89,6 +91,9 @@ export async function buildPublicApp(options: PublicAppOptions) {
     },
     { prefix: '/v1' },
   );
+  await app.register(async (dashboard) => dashboard.register(dashboardPlugin, options), {
+    prefix: DASHBOARD_PATH,
+  });
   return app;
 }
 

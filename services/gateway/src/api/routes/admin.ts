@@ -10,6 +10,7 @@ import {
 } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { DASHBOARD_PATH } from '../dashboard/session';
 import { errorResponses, ok } from './responses';
 import { refuseForbiddenWebhookTarget } from './webhook-target';
 
@@ -119,6 +120,19 @@ export const adminRoutes: FastifyPluginAsyncZod<{
           credits: request.body.credits,
         }),
       ),
+  );
+
+  // A one-time link into the account dashboard, for the operator to hand to the customer.
+  app.post(
+    '/accounts/:id/sign-in-links',
+    { schema: { params: idParams } },
+    async (request, reply) => {
+      const link = await rpc.call(billingEndpoints.createSignInLink, {
+        accountId: request.params.id,
+      });
+      const path = `${DASHBOARD_PATH}/sign-in/link?${new URLSearchParams({ token: link.token })}`;
+      return reply.status(201).send(ok({ ...link, path }));
+    },
   );
 
   app.post('/accounts/:id/keys', { schema: { params: idParams } }, async (request, reply) =>

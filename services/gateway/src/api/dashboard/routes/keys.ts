@@ -1,0 +1,42 @@
+import { billingEndpoints, ServiceError } from '@tamp/proto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { RouteDependencies } from '../../routes/dependencies';
+import { type KeysView, keysPage } from '../pages/keys';
+
+const HTML = 'text/html; charset=utf-8';
+
+/** Creating, listing and revoking the account's API keys. */
+export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, { rpc }) => {
+  const render = async (accountId: string, view: Omit<KeysView, 'keys'>): Promise<string> => {
+    const { keys } = await rpc.call(billingEndpoints.listKeys, { accountId });
+    return keysPage({ ...view, keys });
+  };
+
+  app.get('/keys', async (request, reply) => {
+    const { accountId, csrfToken } = request.dashboardSession;
+    return reply.type(HTML).send(await render(accountId, { csrfToken }));
+  });
+
+  // Answered with the page itself, not a redirect: the new key must not travel in a URL.
+  app.post('/keys', async (request, reply) => {
+    const { accountId, csrfToken } = request.dashboardSession;
+    const created = await rpc.call(billingEndpoints.createKey, { accountId });
+    return reply.type(HTML).send(await render(accountId, { csrfToken, created }));
+  });
+
+  app.post(
+    '/keys/:keyId/revoke',
+    { schema: { params: z.object({ keyId: z.string().max(200) }) } },
+    async (request, reply) => {
+      const { accountId, csrfToken } = request.dashboardSession;
+      // revoke-key takes any key id: only one of this account's keys may be named here.
+      const { keys } = await rpc.call(billingEndpoints.listKeys, { accountId });
+      const key = keys.find((candidate) => candidate.keyId === request.params.keyId);
+      if (key === undefined) throw new ServiceError('NOT_FOUND', 'No such key in this account');
+      await rpc.call(billingEndpoints.revokeKey, { keyId: key.keyId });
+      const notice = `Key ${key.displayPrefix}… revoked; the API refuses it within seconds.`;
+      return reply.type(HTML).send(await render(accountId, { csrfToken, notice }));
+    },
+  );
+};
