@@ -268,6 +268,42 @@ describe('account dashboard', () => {
     expect(await detail.text()).toContain('Download the result');
   });
 
+  it('compresses a file sent with the "try it" form, as an ordinary job of the account', async () => {
+    const client = await signedIn();
+    const token = await client.csrfToken('/dashboard/try');
+    const send = (fields: Record<string, string>, file: { name: string; bytes: Buffer }) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      form.append('file', new Blob([file.bytes]), file.name);
+      return fetch(`${stack.publicUrl}/dashboard/try`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: client.cookie!, origin: stack.publicUrl },
+        body: form,
+      });
+    };
+    const png = { name: 'photo.png', bytes: await tinyPng() };
+    expect((await send({ preset: 'image:chill' }, png)).status).toBe(403);
+    expect((await send({ _csrf: 'forged', preset: 'image:chill' }, png)).status).toBe(403);
+    const wrongKind = await send({ _csrf: token, preset: 'audio:podcast' }, png);
+    expect(wrongKind.status).toBe(400);
+    expect(await wrongKind.text()).toContain('class="problem"');
+
+    const sent = await send({ _csrf: token, preset: 'image:chill' }, png);
+    expect(sent.status).toBe(303);
+    const jobId = /\/dashboard\/jobs\/(job_[A-Za-z0-9]+)$/.exec(
+      sent.headers.get('location') ?? '',
+    )?.[1];
+    expect(jobId).toBeDefined();
+    const job = await finishedJob<{ status: string; result?: { outputUrl?: string } }>(
+      stack,
+      account.apiKey,
+      jobId!,
+    );
+    expect(job.status).toBe('completed');
+    expect(job.result?.outputUrl).toBeDefined();
+  });
+
   it("answers another account's job as not found", async () => {
     const other = await stack.createAccount();
     const created = await stack.api<{ id: string }>('POST', '/v1/text', {

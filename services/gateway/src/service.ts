@@ -13,6 +13,7 @@ import { JobWaiters } from './adapters/job-waiters';
 import { KvRateLimiter } from './adapters/rate-limiter';
 import { buildAdminApp, buildPublicApp } from './api/app';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './api/http-server';
+import { FileCompressions } from './application/file-compression';
 import { JobReads } from './application/job-reads';
 import { JobSubmissions } from './application/job-submission';
 
@@ -61,6 +62,13 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
   const requests = metrics && httpMetrics(metrics);
   const httpLimits = dependencies.httpLimits ?? DEFAULT_HTTP_LIMITS;
   const webhookTargets = dependencies.webhookTargets ?? PRODUCTION_POLICY;
+  const jobSubmissions = new JobSubmissions({
+    rpc,
+    objectStore,
+    budgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
+    maxConcurrent: dependencies.maxConcurrentCreations ?? 256,
+    jobsCreated: metrics && jobCreationMetrics(metrics),
+  });
   const publicApp = await buildPublicApp({
     logger,
     httpMetrics: requests,
@@ -68,13 +76,8 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
     webhookTargets,
     rpc,
     jobReads: new JobReads(rpc, waiters),
-    jobSubmissions: new JobSubmissions({
-      rpc,
-      objectStore,
-      budgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
-      maxConcurrent: dependencies.maxConcurrentCreations ?? 256,
-      jobsCreated: metrics && jobCreationMetrics(metrics),
-    }),
+    jobSubmissions,
+    fileCompressions: new FileCompressions(rpc, objectStore, jobSubmissions),
     authenticator,
     limiter,
   });

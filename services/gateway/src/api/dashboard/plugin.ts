@@ -11,13 +11,15 @@ import { jobRoutes } from './routes/jobs';
 import { keyRoutes } from './routes/keys';
 import { sessionRoutes } from './routes/sessions';
 import { signInRoutes } from './routes/sign-in';
+import { tryRoutes } from './routes/try';
 import { usageRoutes } from './routes/usage';
 import { webhookRoutes } from './routes/webhooks';
 import {
+  checkFormToken,
   csrfTokenOf,
   DASHBOARD_PATH,
   type DashboardSession,
-  isCsrfTokenValid,
+  RefusedChange,
   sessionTokenOf,
 } from './session';
 
@@ -95,6 +97,7 @@ export const dashboardPlugin: FastifyPluginAsyncZod<RouteDependencies> = async (
     await signedIn.register(keyRoutes, deps);
     await signedIn.register(webhookRoutes, deps);
     await signedIn.register(jobRoutes, deps);
+    await signedIn.register(tryRoutes, deps);
   });
 };
 
@@ -111,28 +114,11 @@ async function resolveSession(request: FastifyRequest, deps: RouteDependencies):
   };
 }
 
-/**
- * Every change is a POST carrying the session's token, from a page of this origin. SameSite=Strict
- * already keeps the cookie off other sites' requests; this holds even where a browser does not.
- */
+/** Form posts are checked before validation; a multipart route checks its own, part by part. */
 async function refuseForgedChange(request: FastifyRequest): Promise<void> {
   if (request.method !== 'POST') return;
-  const token = sessionTokenOf(request)!;
-  const submitted = (request.body as { _csrf?: unknown } | undefined)?._csrf;
-  const origin = request.headers.origin;
-  const sameOrigin = origin === undefined || origin === `${request.protocol}://${request.host}`;
-  if (!sameOrigin || !isCsrfTokenValid(token, submitted)) {
-    throw new RefusedChange();
-  }
-}
-
-/** A change without this session's form token, or sent from another origin: 403. */
-class RefusedChange extends Error {
-  constructor() {
-    super(
-      'This form is out of date or did not come from the dashboard; reload the page and try again',
-    );
-  }
+  if ((request.routeOptions.config as { checksFormToken?: boolean }).checksFormToken) return;
+  checkFormToken(request, (request.body as { _csrf?: unknown } | undefined)?._csrf);
 }
 
 function answerWithPage(caught: FastifyError, request: FastifyRequest, reply: FastifyReply) {

@@ -38,6 +38,29 @@ export function isCsrfTokenValid(sessionToken: string, submitted: unknown): bool
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** A change without this session's form token, or sent from another origin: answered 403. */
+export class RefusedChange extends Error {
+  constructor() {
+    super(
+      'This form is out of date or did not come from the dashboard; reload the page and try again',
+    );
+  }
+}
+
+/**
+ * Every change is a POST carrying the session's form token, from a page of this origin.
+ * SameSite=Strict already keeps the cookie off other sites' requests; this holds even where a
+ * browser does not honour it.
+ */
+export function checkFormToken(request: FastifyRequest, submitted: unknown): void {
+  const token = sessionTokenOf(request);
+  const origin = request.headers.origin;
+  const sameOrigin = origin === undefined || origin === `${request.protocol}://${request.host}`;
+  if (token === null || !sameOrigin || !isCsrfTokenValid(token, submitted)) {
+    throw new RefusedChange();
+  }
+}
+
 /**
  * Secure everywhere but plain HTTP on a loopback address (the local stack, where a browser would
  * otherwise drop the cookie); HttpOnly so no script reads it; SameSite=Strict so no other site's

@@ -1,5 +1,6 @@
 import type { Rpc } from '@tamp/kit';
 import type { TargetPolicy } from '@tamp/proto';
+import type { FileCompressions } from '../../application/file-compression';
 import type { JobReads } from '../../application/job-reads';
 import type { JobSubmissions } from '../../application/job-submission';
 
@@ -8,6 +9,8 @@ export interface RouteDependencies {
   rpc: Rpc;
   jobReads: JobReads;
   jobSubmissions: JobSubmissions;
+  /** The dashboard's "try it": a file sent with a form, compressed with one preset. */
+  fileCompressions: FileCompressions;
   /** Where this deployment delivers webhooks; a job's webhookUrl is checked against it. */
   webhookTargets: TargetPolicy;
 }

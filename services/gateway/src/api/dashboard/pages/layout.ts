@@ -4,7 +4,7 @@ import { DASHBOARD_PATH } from '../session';
 export interface PageFrame {
   title: string;
   /** The navigation entry to mark as the current page. */
-  current?: 'overview' | 'jobs' | 'keys' | 'webhooks';
+  current?: 'overview' | 'jobs' | 'try' | 'keys' | 'webhooks';
   /** Absent on the signed-out pages: no navigation, no sign-out. */
   csrfToken?: string;
   /** A one-line outcome of the last action (shown in a live region for screen readers). */
@@ -16,6 +16,7 @@ export interface PageFrame {
 const NAVIGATION = [
   { id: 'overview', label: 'Usage', path: '' },
   { id: 'jobs', label: 'Jobs', path: '/jobs' },
+  { id: 'try', label: 'Try it', path: '/try' },
   { id: 'keys', label: 'API keys', path: '/keys' },
   { id: 'webhooks', label: 'Webhooks', path: '/webhooks' },
 ] as const;
