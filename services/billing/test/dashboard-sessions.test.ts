@@ -1,92 +1,35 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import {
-  connectMongo,
-  connectNats,
-  type MongoClient,
-  type NatsConnection,
-  provisionIndexes,
-  provisionTopology,
-  Rpc,
-} from '@tamp/kit';
+import { createHash } from 'node:crypto';
 import {
   billingEndpoints,
-  createTopology,
   creditCost,
   type JobEvent,
   KB,
   MB,
   newId,
   type Pipeline,
-  ServiceError,
-  type Topology,
+  type ServiceError,
 } from '@tamp/proto';
-import type { CommandStartedEvent, Db } from 'mongodb';
-import { pino } from 'pino';
+import type { CommandStartedEvent } from 'mongodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { BILLING_INDEXES, type UsageDocument } from '../src/adapters/documents';
-import { planCatalog } from '../src/domain/plans';
-import { startBillingService } from '../src/service';
+import type { UsageDocument } from '../src/adapters/documents';
+import { BillingHarness, failure, SESSION_TTL_MS, SIGN_IN_LINK_TTL_MS } from './harness';
 
-const infrastructure = isolatedInfrastructure();
-const logger = pino({ level: 'silent' });
 const MINUTE_MS = 60_000;
-const SESSION_TTL_MS = 12 * 60 * MINUTE_MS;
-const LINK_TTL_MS = 15 * MINUTE_MS;
 /** Half a minute in, so that "to the minute" shows. */
 const JANUARY = new Date('2025-01-15T12:00:30Z');
-let clock = JANUARY;
-const moveClockTo = (msAfterJanuary: number) => {
-  clock = new Date(JANUARY.getTime() + msAfterJanuary);
-};
-
-let serverNats: NatsConnection;
-let clientNats: NatsConnection;
-let mongo: MongoClient;
-let db: Db;
-let topology: Topology;
-let rpc: Rpc;
-let billing: { stop(): Promise<void> };
+const harness = new BillingHarness(JANUARY);
+const { call } = harness;
 /** Every `lastUsedAt` write billing sends: the key and the minute written. */
 const keyUseWrites: { keyId: string; minute: string }[] = [];
 
 beforeAll(async () => {
-  topology = createTopology(infrastructure.namespace);
-  serverNats = await connectNats({ url: infrastructure.natsUrl, name: 'billing', logger });
-  clientNats = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
-  await provisionTopology(serverNats, topology);
-  const connection = await connectMongo({
-    url: infrastructure.mongoUrl,
-    database: infrastructure.database,
-    appName: 'billing',
-    monitorCommands: true,
-  });
-  mongo = connection.client;
-  db = connection.db;
-  mongo.on('commandStarted', recordKeyUseWrite);
-  await provisionIndexes(db, BILLING_INDEXES);
-  billing = await startBillingService({
-    nats: serverNats,
-    topology,
-    db,
-    plans: planCatalog(),
-    logger,
-    secretsEncryptionKey: randomBytes(32),
-    dashboardSessionTtlMs: SESSION_TTL_MS,
-    signInLinkTtlMs: LINK_TTL_MS,
-    now: () => clock,
-  });
-  rpc = new Rpc(clientNats, topology, logger);
+  await harness.start({ onCommandStarted: recordKeyUseWrite });
 });
 
-afterAll(async () => {
-  await billing?.stop();
-  await Promise.all([serverNats?.close(), clientNats?.close(), mongo?.close()]);
-});
+afterAll(() => harness.stop());
 
 afterEach(() => {
-  clock = JANUARY;
+  harness.resetClock();
 });
 
 interface KeyUseSet {
@@ -102,19 +45,6 @@ function recordKeyUseWrite(event: CommandStartedEvent): void {
       keyUseWrites.push({ keyId: update.q._id, minute: minute.toISOString() });
   }
 }
-
-const call: Rpc['call'] = (endpoint, request) => rpc.call(endpoint, request, { timeoutMs: 30_000 });
-
-async function failure(promise: Promise<unknown>): Promise<ServiceError> {
-  const error = await promise.then(
-    () => new Error('expected a failure'),
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ServiceError);
-  return error as ServiceError;
-}
-
-const newAccount = () => call(billingEndpoints.createAccount, {});
 
 const signInLink = (accountId: string) => call(billingEndpoints.createSignInLink, { accountId });
 
@@ -132,10 +62,10 @@ const INVALID_LINK = 'The sign-in link is invalid, used or expired';
 
 describe('sign-in links', () => {
   it('are tsl_ tokens valid for SIGN_IN_LINK_TTL_MS, minted for existing accounts only', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     expect(await signInLink(accountId)).toEqual({
       token: expect.stringMatching(/^tsl_[0-9A-Za-z]{43}$/),
-      expiresAt: new Date(JANUARY.getTime() + LINK_TTL_MS).toISOString(),
+      expiresAt: new Date(JANUARY.getTime() + SIGN_IN_LINK_TTL_MS).toISOString(),
     });
     for (const unknown of [newId('account'), 'acct_nope', '']) {
       expect((await failure(signInLink(unknown))).code).toBe('NOT_FOUND');
@@ -143,7 +73,7 @@ describe('sign-in links', () => {
   });
 
   it('start one session: a second redemption is UNAUTHORIZED', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const { token } = await signInLink(accountId);
     const started = await redeem(token);
     expect(started).toEqual({
@@ -162,7 +92,7 @@ describe('sign-in links', () => {
   });
 
   it('start exactly one session when redeemed concurrently', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const { token } = await signInLink(accountId);
     const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => redeem(token)));
     const started = outcomes.filter((outcome) => outcome.status === 'fulfilled');
@@ -171,16 +101,16 @@ describe('sign-in links', () => {
     );
     expect(started).toHaveLength(1);
     expect(codes).toEqual(Array(7).fill('UNAUTHORIZED'));
-    expect(await db.collection('dashboard_sessions').countDocuments({ accountId })).toBe(1);
+    expect(await harness.db.collection('dashboard_sessions').countDocuments({ accountId })).toBe(1);
   });
 
   it('are refused from their expiry on, and when unknown or malformed', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const { token } = await signInLink(accountId);
-    moveClockTo(LINK_TTL_MS);
+    harness.moveClockTo(SIGN_IN_LINK_TTL_MS);
     expect((await failure(redeem(token))).code).toBe('UNAUTHORIZED');
     // Refused for its expiry alone: a moment earlier the same link still works.
-    moveClockTo(LINK_TTL_MS - 1);
+    harness.moveClockTo(SIGN_IN_LINK_TTL_MS - 1);
     expect((await redeem(token)).accountId).toBe(accountId);
 
     const sessionToken = await sessionOf(accountId);
@@ -194,16 +124,16 @@ describe('sign-in links', () => {
 
 describe('dashboard sessions', () => {
   it('authenticate until they expire', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const sessionToken = await sessionOf(accountId);
-    moveClockTo(SESSION_TTL_MS - 1);
+    harness.moveClockTo(SESSION_TTL_MS - 1);
     expect((await authenticateSession(sessionToken)).accountId).toBe(accountId);
-    moveClockTo(SESSION_TTL_MS);
+    harness.moveClockTo(SESSION_TTL_MS);
     expect((await failure(authenticateSession(sessionToken))).code).toBe('UNAUTHORIZED');
   });
 
   it('end at sign-out, idempotently; unknown sessions are not ended', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const [signedOut, other] = [await sessionOf(accountId), await sessionOf(accountId)];
     expect(await call(billingEndpoints.endSession, { sessionToken: signedOut })).toEqual({
       ended: true,
@@ -211,11 +141,11 @@ describe('dashboard sessions', () => {
     expect((await failure(authenticateSession(signedOut))).code).toBe('UNAUTHORIZED');
     expect((await authenticateSession(other)).accountId).toBe(accountId);
 
-    moveClockTo(MINUTE_MS);
+    harness.moveClockTo(MINUTE_MS);
     expect(await call(billingEndpoints.endSession, { sessionToken: signedOut })).toEqual({
       ended: true,
     });
-    const stored = await db
+    const stored = await harness.db
       .collection('dashboard_sessions')
       .findOne({ _id: sha256(signedOut) as never });
     expect(stored?.endedAt).toEqual(JANUARY);
@@ -226,8 +156,8 @@ describe('dashboard sessions', () => {
   });
 
   it('are all ended by revokeSessions, and only those of the account', async () => {
-    const { accountId } = await newAccount();
-    const neighbour = await newAccount();
+    const { accountId } = await harness.createAccount();
+    const neighbour = await harness.createAccount();
     const sessions = [await sessionOf(accountId), await sessionOf(accountId)];
     const signedOut = await sessionOf(accountId);
     await call(billingEndpoints.endSession, { sessionToken: signedOut });
@@ -248,20 +178,22 @@ describe('dashboard sessions', () => {
   });
 
   it('are refused once their account is gone', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const sessionToken = await sessionOf(accountId);
     const { token } = await signInLink(accountId);
-    await db.collection('accounts').deleteOne({ _id: accountId as never });
+    await harness.db.collection('accounts').deleteOne({ _id: accountId as never });
     expect((await failure(authenticateSession(sessionToken))).code).toBe('UNAUTHORIZED');
     expect((await failure(redeem(token))).code).toBe('UNAUTHORIZED');
   });
 
   it('start from an active API key, which is not kept; revoked and unknown keys are refused', async () => {
-    const { accountId, apiKey } = await newAccount();
+    const { accountId, apiKey } = await harness.createAccount();
     const started = await call(billingEndpoints.startSession, { method: 'api-key', apiKey });
     expect(started.accountId).toBe(accountId);
     expect((await authenticateSession(started.sessionToken)).accountId).toBe(accountId);
-    const stored = JSON.stringify(await db.collection('dashboard_sessions').find({}).toArray());
+    const stored = JSON.stringify(
+      await harness.db.collection('dashboard_sessions').find({}).toArray(),
+    );
     expect(stored).not.toContain(apiKey.slice(8));
 
     const revoked = await call(billingEndpoints.createKey, { accountId });
@@ -275,11 +207,14 @@ describe('dashboard sessions', () => {
   });
 
   it('store only the SHA-256 of link and session tokens', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const { token } = await signInLink(accountId);
     const { sessionToken } = await redeem(token);
-    const links = await db.collection('sign_in_links').find({ accountId }).toArray();
-    const sessions = await db.collection('dashboard_sessions').find({ accountId }).toArray();
+    const links = await harness.db.collection('sign_in_links').find({ accountId }).toArray();
+    const sessions = await harness.db
+      .collection('dashboard_sessions')
+      .find({ accountId })
+      .toArray();
     expect(links.map((link) => link._id)).toEqual([sha256(token)]);
     expect(sessions.map((session) => session._id)).toEqual([sha256(sessionToken)]);
     const stored = JSON.stringify([links, sessions]);
@@ -289,7 +224,7 @@ describe('dashboard sessions', () => {
 
 describe('the last use of API keys', () => {
   it('is recorded by authenticate, to the minute, and shown by listKeys and revokeKey', async () => {
-    const { accountId, apiKey } = await newAccount();
+    const { accountId, apiKey } = await harness.createAccount();
     const unused = await call(billingEndpoints.createKey, { accountId });
     const listed = async () =>
       (await call(billingEndpoints.listKeys, { accountId })).keys.map((key) => key.lastUsedAt);
@@ -301,14 +236,14 @@ describe('the last use of API keys', () => {
   });
 
   it('is written at most once a minute per key', async () => {
-    const { apiKey } = await newAccount();
+    const { apiKey } = await harness.createAccount();
     const { keyId } = await call(billingEndpoints.authenticate, { apiKey });
     const writes = () => keyUseWrites.filter((write) => write.keyId === keyId);
     for (const second of [1, 10, 29]) {
-      moveClockTo(second * 1000);
+      harness.moveClockTo(second * 1000);
       await call(billingEndpoints.authenticate, { apiKey });
     }
-    moveClockTo(40_000);
+    harness.moveClockTo(40_000);
     await call(billingEndpoints.authenticate, { apiKey });
     await call(billingEndpoints.authenticate, { apiKey });
     await expect.poll(() => writes().length).toBeGreaterThanOrEqual(2);
@@ -320,54 +255,24 @@ describe('the last use of API keys', () => {
 });
 
 describe('the usage report', () => {
-  /** Waits until the `billing` consumer has acknowledged everything published so far. */
-  async function eventsSettled(): Promise<void> {
-    const manager = await jetstreamManager(clientNats);
-    await expect
-      .poll(
-        async () => {
-          const info = await manager.consumers.info(topology.streams.events.name, 'billing');
-          return info.num_pending + info.num_ack_pending;
-        },
-        { timeout: 20_000, interval: 100 },
-      )
-      .toBe(0);
-  }
-
-  function completed(
+  /** A completed job of `pipeline`, created and completed at `completedAt`. */
+  const completed = (
     accountId: string,
     pipeline: Pipeline,
     completedAt: string,
     usage: JobEvent['usage'],
-  ): JobEvent {
-    return {
-      event: 'job.completed',
-      jobId: newId('job'),
-      accountId,
+  ): JobEvent =>
+    harness.jobEvent(accountId, 'job.completed', {
       pipeline,
-      status: 'completed',
-      inline: false,
-      webhookUrl: null,
-      result: null,
-      error: null,
       usage,
       createdAt: completedAt,
       completedAt,
-    };
-  }
-
-  async function publish(event: JobEvent, msgID = `${event.jobId}:${event.event}`) {
-    const subject =
-      event.event === 'job.completed'
-        ? topology.subjects.events.completed
-        : topology.subjects.events.failed;
-    await jetstream(clientNats).publish(subject, JSON.stringify(event), { msgID });
-  }
+    });
 
   const report = (accountId: string) => call(billingEndpoints.getUsageReport, { accountId });
 
   it('sums the period per pipeline and per UTC day, with creditCost credits and zero days', async () => {
-    const { accountId } = await newAccount();
+    const { accountId } = await harness.createAccount();
     const events = {
       bigText: completed(accountId, 'text', '2025-01-02T10:00:00.000Z', {
         inputBytes: 300 * KB,
@@ -397,10 +302,10 @@ describe('the usage report', () => {
       status: 'failed',
       error: 'boom',
     };
-    for (const event of [...Object.values(events), failed]) await publish(event);
-    await publish(events.image, `${events.image.jobId}:job.completed:again`);
+    for (const event of [...Object.values(events), failed]) await harness.publish(event);
+    await harness.publish(events.image, `${events.image.jobId}:job.completed:again`);
     // Recorded before records carried their credits and day.
-    await db.collection<UsageDocument>('usage').insertOne({
+    await harness.db.collection<UsageDocument>('usage').insertOne({
       _id: newId('job'),
       accountId,
       pipeline: 'text',
@@ -410,7 +315,7 @@ describe('the usage report', () => {
       characters: 250_000,
       completedAt: new Date('2025-01-05T12:00:00Z'),
     });
-    await eventsSettled();
+    await harness.eventsSettled();
 
     const cost = (event: JobEvent) => creditCost(event.pipeline, event.usage?.inputBytes ?? 0);
     const legacyCost = creditCost('text', 250 * KB);
@@ -461,19 +366,21 @@ describe('the usage report', () => {
         return { day, ...(busyDays[day] ?? { jobs: 0, credits: 0 }) };
       }),
     );
-    const stored = await db.collection<UsageDocument>('usage').findOne({ _id: events.image.jobId });
+    const stored = await harness.db
+      .collection<UsageDocument>('usage')
+      .findOne({ _id: events.image.jobId });
     expect(stored).toMatchObject({ credits: 3, completedDay: '2025-01-03' });
   });
 
   it('covers the anchored billing cycle, and is NOT_FOUND for unknown accounts', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {
+    const { accountId } = await harness.createAccount({
       billingCycleAnchor: '2024-12-11T06:00:00Z',
     });
     // Cycles from 2024-12-11 06:00: the one containing now began on 2025-01-10 at 06:00.
     const before = completed(accountId, 'text', '2025-01-10T05:59:59.999Z', { inputBytes: 1 });
     const within = completed(accountId, 'text', '2025-01-10T06:00:00.000Z', { inputBytes: 1 });
-    for (const event of [before, within]) await publish(event);
-    await eventsSettled();
+    for (const event of [before, within]) await harness.publish(event);
+    await harness.eventsSettled();
     const { period, pipelines, days } = await report(accountId);
     expect(period).toEqual({ start: '2025-01-10T06:00:00.000Z', end: '2025-02-09T06:00:00.000Z' });
     expect(pipelines.find((row) => row.pipeline === 'text')).toMatchObject({ jobs: 1, credits: 1 });

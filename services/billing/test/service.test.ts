@@ -1,142 +1,36 @@
-import { randomBytes } from 'node:crypto';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import {
-  connectMongo,
-  connectNats,
-  type MongoClient,
-  type NatsConnection,
-  provisionIndexes,
-  provisionTopology,
-  Rpc,
-} from '@tamp/kit';
-import {
-  billingEndpoints,
-  createTopology,
-  type JobEvent,
-  MB,
-  newId,
-  ServiceError,
-  type Topology,
-} from '@tamp/proto';
-import type { Db } from 'mongodb';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { type AccountDocument, BILLING_INDEXES, type LedgerEntry } from '../src/adapters/documents';
-import { planCatalog } from '../src/domain/plans';
-import { startBillingService } from '../src/service';
+import { billingEndpoints, MB, newId, type ServiceError } from '@tamp/proto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AccountDocument, LedgerEntry } from '../src/adapters/documents';
+import { BillingHarness, failure } from './harness';
 
-const infrastructure = isolatedInfrastructure();
-const logger = pino({ level: 'silent' });
 const JANUARY = new Date('2025-01-15T12:00:00Z');
-let clock = JANUARY;
-let serverNats: NatsConnection;
-let clientNats: NatsConnection;
-let mongo: MongoClient;
-let db: Db;
-let topology: Topology;
-let rpc: Rpc;
-let billing: { stop(): Promise<void> };
+const harness = new BillingHarness(JANUARY);
+const { call } = harness;
 
 beforeAll(async () => {
-  topology = createTopology(infrastructure.namespace);
-  serverNats = await connectNats({ url: infrastructure.natsUrl, name: 'billing', logger });
-  clientNats = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
-  await provisionTopology(serverNats, topology);
-  const connection = await connectMongo({
-    url: infrastructure.mongoUrl,
-    database: infrastructure.database,
-    appName: 'billing',
-  });
-  mongo = connection.client;
-  db = connection.db;
-  await provisionIndexes(db, BILLING_INDEXES);
-  billing = await startBillingService({
-    nats: serverNats,
-    topology,
-    db,
-    plans: planCatalog(),
-    logger,
-    secretsEncryptionKey: randomBytes(32),
-    dashboardSessionTtlMs: 12 * 60 * 60 * 1000,
-    signInLinkTtlMs: 15 * 60 * 1000,
-    now: () => clock,
-  });
-  rpc = new Rpc(clientNats, topology, logger);
+  await harness.start();
 });
 
-afterAll(async () => {
-  await billing?.stop();
-  await Promise.all([serverNats?.close(), clientNats?.close(), mongo?.close()]);
+afterAll(() => harness.stop());
+
+// The tests that move the clock leave it where the others expect it.
+afterEach(() => {
+  harness.resetClock();
 });
-
-const call: Rpc['call'] = (endpoint, request) => rpc.call(endpoint, request, { timeoutMs: 30_000 });
-
-async function failure(promise: Promise<unknown>): Promise<ServiceError> {
-  const error = await promise.then(
-    () => new Error('expected a failure'),
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ServiceError);
-  return error as ServiceError;
-}
 
 async function balance(accountId: string) {
-  const account = await db.collection<AccountDocument>('accounts').findOne({ _id: accountId });
+  const account = await harness.db
+    .collection<AccountDocument>('accounts')
+    .findOne({ _id: accountId });
   return { allowance: account?.allowanceRemaining, granted: account?.grantedRemaining };
 }
 
 const reserve = (accountId: string, jobId: string, credits: number) =>
   call(billingEndpoints.reserveCredits, { accountId, jobId, pipeline: 'image', credits });
 
-/** Waits until the `billing` consumer has acknowledged everything published so far. */
-async function eventsSettled(): Promise<void> {
-  const manager = await jetstreamManager(clientNats);
-  await expect
-    .poll(
-      async () => {
-        const info = await manager.consumers.info(topology.streams.events.name, 'billing');
-        return info.num_pending + info.num_ack_pending;
-      },
-      { timeout: 20_000, interval: 100 },
-    )
-    .toBe(0);
-}
-
-function jobEvent(
-  accountId: string,
-  kind: 'job.completed' | 'job.failed',
-  overrides: Partial<JobEvent> = {},
-): JobEvent {
-  const completed = kind === 'job.completed';
-  return {
-    event: kind,
-    jobId: newId('job'),
-    accountId,
-    pipeline: 'text',
-    status: completed ? 'completed' : 'failed',
-    inline: false,
-    webhookUrl: null,
-    result: null,
-    error: completed ? null : 'boom',
-    usage: completed ? { inputBytes: 10 } : null,
-    createdAt: clock.toISOString(),
-    completedAt: clock.toISOString(),
-    ...overrides,
-  };
-}
-
-async function publish(event: JobEvent, msgID = `${event.jobId}:${event.event}`) {
-  const subject =
-    event.event === 'job.completed'
-      ? topology.subjects.events.completed
-      : topology.subjects.events.failed;
-  await jetstream(clientNats).publish(subject, JSON.stringify(event), { msgID });
-}
-
 describe('accounts and keys', () => {
   it('authenticates the key returned at creation, with the plan limits', async () => {
-    const free = await call(billingEndpoints.createAccount, {});
+    const free = await harness.createAccount();
     expect(free.accountId).toMatch(/^acct_/);
     expect(free.apiKey).toMatch(/^sk_live_[0-9A-Za-z]{43}$/);
     expect(free.webhookSecret).toMatch(/^whsec_/);
@@ -147,7 +41,7 @@ describe('accounts and keys', () => {
       rateLimitPerMinute: 60,
       keyId: expect.stringMatching(/^key_/),
     });
-    const pro = await call(billingEndpoints.createAccount, { plan: 'pro' });
+    const pro = await harness.createAccount({ plan: 'pro' });
     expect(await call(billingEndpoints.authenticate, { apiKey: pro.apiKey })).toMatchObject({
       plan: 'pro',
       maxUploadBytes: 100 * MB,
@@ -167,7 +61,7 @@ describe('accounts and keys', () => {
   });
 
   it('keeps several keys active, and refuses revoked, unknown and malformed ones', async () => {
-    const account = await call(billingEndpoints.createAccount, {});
+    const account = await harness.createAccount();
     const second = await call(billingEndpoints.createKey, { accountId: account.accountId });
     const { keys } = await call(billingEndpoints.listKeys, { accountId: account.accountId });
     expect(keys).toHaveLength(2);
@@ -195,12 +89,12 @@ describe('accounts and keys', () => {
   });
 
   it('stores only the hash of keys and a sealed webhook secret', async () => {
-    const account = await call(billingEndpoints.createAccount, {});
+    const account = await harness.createAccount();
     const extra = await call(billingEndpoints.createKey, { accountId: account.accountId });
     const stored = JSON.stringify(
       await Promise.all(
         ['accounts', 'api_keys', 'ledger', 'usage'].map((name) =>
-          db.collection(name).find({}).toArray(),
+          harness.db.collection(name).find({}).toArray(),
         ),
       ),
     );
@@ -209,7 +103,7 @@ describe('accounts and keys', () => {
       expect(stored).not.toContain(apiKey.slice(8));
     }
     expect(stored).not.toContain(account.webhookSecret.slice(6));
-    const key = await db.collection('api_keys').findOne({ _id: extra.keyId as never });
+    const key = await harness.db.collection('api_keys').findOne({ _id: extra.keyId as never });
     expect(key?.hash).toMatch(/^[0-9a-f]{64}$/);
   });
 });
@@ -219,46 +113,44 @@ describe('webhook secret rotation', () => {
   const later = (ms: number) => new Date(JANUARY.getTime() + ms);
 
   it('hands out a new sealed secret and keeps the old one signing for 24 hours', async () => {
-    try {
-      const { accountId, webhookSecret: original } = await call(billingEndpoints.createAccount, {});
-      const rotated = await call(billingEndpoints.rotateWebhookSecret, { accountId });
-      expect(rotated).toEqual({
-        webhookSecret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
-        previousValidUntil: later(DAY_MS).toISOString(),
-      });
-      expect(rotated.webhookSecret).not.toBe(original);
-      expect(await call(billingEndpoints.getAccount, { accountId })).toMatchObject({
-        webhookSecret: rotated.webhookSecret,
-        previousWebhookSecret: { secret: original, validUntil: rotated.previousValidUntil },
-      });
-      // Sealed at rest, both of them.
-      const stored = JSON.stringify(
-        await db.collection<AccountDocument>('accounts').findOne({ _id: accountId }),
-      );
-      for (const secret of [original, rotated.webhookSecret]) {
-        expect(stored).not.toContain(secret.slice(6));
-      }
-
-      clock = later(DAY_MS - 1);
-      expect(
-        (await call(billingEndpoints.getAccount, { accountId })).previousWebhookSecret?.secret,
-      ).toBe(original);
-      clock = later(DAY_MS);
-      const after = await call(billingEndpoints.getAccount, { accountId });
-      expect(after).toMatchObject({
-        webhookSecret: rotated.webhookSecret,
-        previousWebhookSecret: null,
-      });
-      // Once expired it is dropped from storage too.
-      const account = await db.collection<AccountDocument>('accounts').findOne({ _id: accountId });
-      expect(account?.previousWebhookSecret).toBeNull();
-    } finally {
-      clock = JANUARY;
+    const { accountId, webhookSecret: original } = await harness.createAccount();
+    const rotated = await call(billingEndpoints.rotateWebhookSecret, { accountId });
+    expect(rotated).toEqual({
+      webhookSecret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      previousValidUntil: later(DAY_MS).toISOString(),
+    });
+    expect(rotated.webhookSecret).not.toBe(original);
+    expect(await call(billingEndpoints.getAccount, { accountId })).toMatchObject({
+      webhookSecret: rotated.webhookSecret,
+      previousWebhookSecret: { secret: original, validUntil: rotated.previousValidUntil },
+    });
+    // Sealed at rest, both of them.
+    const stored = JSON.stringify(
+      await harness.db.collection<AccountDocument>('accounts').findOne({ _id: accountId }),
+    );
+    for (const secret of [original, rotated.webhookSecret]) {
+      expect(stored).not.toContain(secret.slice(6));
     }
+
+    harness.moveClockTo(DAY_MS - 1);
+    expect(
+      (await call(billingEndpoints.getAccount, { accountId })).previousWebhookSecret?.secret,
+    ).toBe(original);
+    harness.moveClockTo(DAY_MS);
+    const after = await call(billingEndpoints.getAccount, { accountId });
+    expect(after).toMatchObject({
+      webhookSecret: rotated.webhookSecret,
+      previousWebhookSecret: null,
+    });
+    // Once expired it is dropped from storage too.
+    const account = await harness.db
+      .collection<AccountDocument>('accounts')
+      .findOne({ _id: accountId });
+    expect(account?.previousWebhookSecret).toBeNull();
   });
 
   it('takes a grace period per rotation; 0 retires the old secret at once', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const { accountId } = await harness.createAccount();
     const hour = await call(billingEndpoints.rotateWebhookSecret, {
       accountId,
       gracePeriodSeconds: 3600,
@@ -283,7 +175,7 @@ describe('webhook secret rotation', () => {
   });
 
   it('keeps only the secret replaced last: rotating again ends the earlier grace at once', async () => {
-    const { accountId, webhookSecret: first } = await call(billingEndpoints.createAccount, {});
+    const { accountId, webhookSecret: first } = await harness.createAccount();
     const second = await call(billingEndpoints.rotateWebhookSecret, { accountId });
     const third = await call(billingEndpoints.rotateWebhookSecret, { accountId });
     const account = await call(billingEndpoints.getAccount, { accountId });
@@ -293,7 +185,7 @@ describe('webhook secret rotation', () => {
   });
 
   it('applies concurrent rotations one after the other', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const { accountId } = await harness.createAccount();
     const rotations = await Promise.all(
       Array.from({ length: 5 }, () => call(billingEndpoints.rotateWebhookSecret, { accountId })),
     );
@@ -315,7 +207,7 @@ describe('webhook secret rotation', () => {
 
 describe('billing cycle anchor', () => {
   it('moves the usage period to the 30-day cycle containing now, and back to the month', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const { accountId } = await harness.createAccount();
     expect((await call(billingEndpoints.getUsage, { accountId })).period).toEqual({
       start: '2025-01-01T00:00:00.000Z',
       end: '2025-02-01T00:00:00.000Z',
@@ -337,7 +229,7 @@ describe('billing cycle anchor', () => {
   });
 
   it('is accepted at creation', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {
+    const { accountId } = await harness.createAccount({
       billingCycleAnchor: '2025-01-10T00:00:00Z',
     });
     expect((await call(billingEndpoints.getAccount, { accountId })).billingCycleAnchor).toBe(
@@ -350,7 +242,7 @@ describe('billing cycle anchor', () => {
   });
 
   it('resets the allowance when the anchored period starts after the current one', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 5 });
+    const { accountId } = await harness.createAccount({ credits: 5 });
     await reserve(accountId, newId('job'), 5);
     // A cycle from 2024-12-20 began before January 1: still the same allowance.
     await call(billingEndpoints.updateAccount, {
@@ -368,16 +260,16 @@ describe('billing cycle anchor', () => {
   });
 
   it('refuses anchors in the future as VALIDATION_ERROR, and malformed ones by schema', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {});
+    const { accountId } = await harness.createAccount();
     const future = new Date(JANUARY.getTime() + 2 * 60_000).toISOString();
     const error = await failure(
       call(billingEndpoints.updateAccount, { accountId, billingCycleAnchor: future }),
     );
     expect(error.code).toBe('VALIDATION_ERROR');
     expect(error.details).toEqual([{ path: 'billingCycleAnchor', message: expect.any(String) }]);
-    expect(
-      (await failure(call(billingEndpoints.createAccount, { billingCycleAnchor: future }))).code,
-    ).toBe('VALIDATION_ERROR');
+    expect((await failure(harness.createAccount({ billingCycleAnchor: future }))).code).toBe(
+      'VALIDATION_ERROR',
+    );
     expect((await call(billingEndpoints.getAccount, { accountId })).billingCycleAnchor).toBeNull();
     for (const billingCycleAnchor of ['2025-01-15', '2025-02-30T00:00:00Z', 'yesterday', '']) {
       expect(
@@ -390,7 +282,7 @@ describe('billing cycle anchor', () => {
 
 describe('credits', () => {
   it('lets exactly the available credits through 200 concurrent reservations', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 100 });
+    const { accountId } = await harness.createAccount({ credits: 100 });
     const outcomes = await Promise.allSettled(
       Array.from({ length: 200 }, () => reserve(accountId, newId('job'), 1)),
     );
@@ -404,7 +296,7 @@ describe('credits', () => {
   });
 
   it('charges a replayed reservation once, and takes nothing when short', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const { accountId } = await harness.createAccount({ credits: 10 });
     const jobId = newId('job');
     expect(await reserve(accountId, jobId, 4)).toEqual({ reserved: 4, replayed: false });
     const replays = await Promise.all([1, 2, 3].map(() => reserve(accountId, jobId, 4)));
@@ -417,7 +309,7 @@ describe('credits', () => {
   });
 
   it('takes the allowance before granted credits and refunds each bucket once', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 2 });
+    const { accountId } = await harness.createAccount({ credits: 2 });
     expect(await call(billingEndpoints.addCredits, { accountId, credits: 3 })).toEqual({
       accountId,
       grantedCredits: 3,
@@ -431,7 +323,9 @@ describe('credits', () => {
       grantedRemaining: 1,
       available: 1,
     });
-    const entry = await db.collection<LedgerEntry>('ledger').findOne({ _id: `reserve:${jobId}` });
+    const entry = await harness.db
+      .collection<LedgerEntry>('ledger')
+      .findOne({ _id: `reserve:${jobId}` });
     expect(entry).toMatchObject({ state: 'applied', allowance: -2, granted: -2 });
     const refund = { accountId, jobId };
     expect(await call(billingEndpoints.refundCredits, refund)).toEqual({
@@ -446,7 +340,7 @@ describe('credits', () => {
   });
 
   it('releases a reservation that arrives after its refund: the late request moves nothing', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const { accountId } = await harness.createAccount({ credits: 10 });
     const jobId = newId('job');
     // The creation gave up (its reserve timed out) and released the job before billing saw it.
     expect(await call(billingEndpoints.refundCredits, { accountId, jobId })).toEqual({
@@ -468,7 +362,7 @@ describe('credits', () => {
   });
 
   it('settles concurrent reservations and releases of the same jobs exactly once each', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 100 });
+    const { accountId } = await harness.createAccount({ credits: 100 });
     const jobIds = Array.from({ length: 40 }, () => newId('job'));
     // Each job's reserve and release race; whichever lands first, the account ends where it
     // began: a reservation either never happens or is given back.
@@ -486,29 +380,25 @@ describe('credits', () => {
   });
 
   it('resets the allowance at the period rollover and keeps granted credits', async () => {
-    try {
-      const { accountId } = await call(billingEndpoints.createAccount, { credits: 5 });
-      await call(billingEndpoints.addCredits, { accountId, credits: 10 });
-      const januaryJob = newId('job');
-      await reserve(accountId, januaryJob, 7);
-      expect(await balance(accountId)).toEqual({ allowance: 0, granted: 8 });
-      clock = new Date('2025-02-03T00:00:00Z');
-      await reserve(accountId, newId('job'), 1);
-      expect(await balance(accountId)).toEqual({ allowance: 99, granted: 8 });
-      // January's allowance is gone with January; the granted part comes back.
-      expect(await call(billingEndpoints.refundCredits, { accountId, jobId: januaryJob })).toEqual({
-        refunded: 2,
-        replayed: false,
-      });
-      expect(await balance(accountId)).toEqual({ allowance: 99, granted: 10 });
-    } finally {
-      clock = JANUARY;
-    }
+    const { accountId } = await harness.createAccount({ credits: 5 });
+    await call(billingEndpoints.addCredits, { accountId, credits: 10 });
+    const januaryJob = newId('job');
+    await reserve(accountId, januaryJob, 7);
+    expect(await balance(accountId)).toEqual({ allowance: 0, granted: 8 });
+    harness.clock = new Date('2025-02-03T00:00:00Z');
+    await reserve(accountId, newId('job'), 1);
+    expect(await balance(accountId)).toEqual({ allowance: 99, granted: 8 });
+    // January's allowance is gone with January; the granted part comes back.
+    expect(await call(billingEndpoints.refundCredits, { accountId, jobId: januaryJob })).toEqual({
+      refunded: 2,
+      replayed: false,
+    });
+    expect(await balance(accountId)).toEqual({ allowance: 99, granted: 10 });
   });
 
   it('converges after a crash before or after the balance update', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
-    const ledger = db.collection<LedgerEntry>('ledger');
+    const { accountId } = await harness.createAccount({ credits: 10 });
+    const ledger = harness.db.collection<LedgerEntry>('ledger');
     const pending = (jobId: string): LedgerEntry => ({
       _id: `reserve:${jobId}`,
       kind: 'reserve',
@@ -519,7 +409,7 @@ describe('credits', () => {
       allowance: null,
       granted: null,
       periodStart: null,
-      createdAt: clock,
+      createdAt: harness.clock,
       appliedAt: null,
     });
     // Died after the ledger insert, before the balance moved: the retry charges.
@@ -531,7 +421,7 @@ describe('credits', () => {
     const afterUpdate = newId('job');
     await ledger.insertOne(pending(afterUpdate));
     const periodStart = new Date('2025-01-01T00:00:00Z');
-    await db.collection<AccountDocument>('accounts').updateOne(
+    await harness.db.collection<AccountDocument>('accounts').updateOne(
       { _id: accountId },
       {
         $inc: { allowanceRemaining: -3, version: 1 },
@@ -549,44 +439,45 @@ describe('credits', () => {
 
 describe('job events', () => {
   it('moves no credits on a job.failed event: the job service refunds through refund-credits', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, { credits: 10 });
+    const { accountId } = await harness.createAccount({ credits: 10 });
     const jobId = newId('job');
     await reserve(accountId, jobId, 3);
-    await publish(jobEvent(accountId, 'job.failed', { jobId, inline: true }));
-    await eventsSettled();
+    await harness.publish(harness.jobEvent(accountId, 'job.failed', { jobId, inline: true }));
+    await harness.eventsSettled();
     expect(await balance(accountId)).toEqual({ allowance: 7, granted: 0 });
-    expect(await db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(0);
+    expect(await harness.db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(0);
 
     await call(billingEndpoints.refundCredits, { accountId, jobId });
     await call(billingEndpoints.refundCredits, { accountId, jobId });
     expect(await balance(accountId)).toEqual({ allowance: 10, granted: 0 });
-    expect(await db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(1);
+    expect(await harness.db.collection('ledger').countDocuments({ jobId, kind: 'refund' })).toBe(1);
   });
 
   it('sums usage of completed jobs in the current period, once per job', async () => {
-    const { accountId } = await call(billingEndpoints.createAccount, {});
-    const audio = jobEvent(accountId, 'job.completed', {
+    const { accountId } = await harness.createAccount();
+    const audio = harness.jobEvent(accountId, 'job.completed', {
       pipeline: 'audio',
       usage: { inputBytes: 1000, audioSeconds: 90.5 },
     });
-    const image = jobEvent(accountId, 'job.completed', {
+    const image = harness.jobEvent(accountId, 'job.completed', {
       pipeline: 'image',
       usage: { inputBytes: 2000, megapixels: 1.23456 },
     });
-    const text = jobEvent(accountId, 'job.completed', {
+    const text = harness.jobEvent(accountId, 'job.completed', {
       usage: { inputBytes: 300, characters: 280 },
     });
-    const secondText = jobEvent(accountId, 'job.completed', {
+    const secondText = harness.jobEvent(accountId, 'job.completed', {
       usage: { inputBytes: 20, characters: 20 },
     });
-    const december = jobEvent(accountId, 'job.completed', {
+    const december = harness.jobEvent(accountId, 'job.completed', {
       completedAt: '2024-12-31T23:59:59.000Z',
       usage: { inputBytes: 5, characters: 5 },
     });
-    const failed = jobEvent(accountId, 'job.failed');
-    for (const event of [audio, image, text, secondText, december, failed]) await publish(event);
-    await publish(image, `${image.jobId}:job.completed:again`);
-    await eventsSettled();
+    const failed = harness.jobEvent(accountId, 'job.failed');
+    for (const event of [audio, image, text, secondText, december, failed])
+      await harness.publish(event);
+    await harness.publish(image, `${image.jobId}:job.completed:again`);
+    await harness.eventsSettled();
     expect(await call(billingEndpoints.getUsage, { accountId })).toEqual({
       period: { start: '2025-01-01T00:00:00.000Z', end: '2025-02-01T00:00:00.000Z' },
       audio: { requests: 1, inputBytes: 1000, minutes: 1.508 },
