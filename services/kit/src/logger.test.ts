@@ -24,4 +24,16 @@ describe('createLogger', () => {
       previousWebhookSecret: '[redacted]',
     });
   });
+
+  it('redacts dashboard session tokens, cookies and sign-in link tokens', () => {
+    const lines: string[] = [];
+    const logger = createLogger('test', 'info', { write: (line: string) => lines.push(line) });
+    const session = 'tss_c2Vzc2lvbi10b2tlbi1zZXNzaW9uLXRva2Vu';
+    const link = 'tsl_bGluay10b2tlbi1saW5rLXRva2VuLWxpbmstdG9r';
+    logger.info({ sessionToken: session, request: { token: link } }, 'a session');
+    logger.info({ req: { headers: { cookie: `tamp_session=${session}` } } }, 'a request');
+    const output = lines.join('');
+    for (const secret of [session, link]) expect(output).not.toContain(secret);
+    expect(lines).toHaveLength(2);
+  });
 });

@@ -4,9 +4,10 @@ import { activeTraceFields } from './tracing';
 export type { Logger };
 
 /**
- * Secrets that may pass through logs: request credentials, API keys and webhook signing secrets
- * (an account view carries the current one and, during a rotation, the previous one), whether
- * logged as a field or one level down in a logged object.
+ * Secrets that may pass through logs: request credentials, API keys, webhook signing secrets
+ * (an account view carries the current one and, during a rotation, the previous one), and the
+ * dashboard's session tokens, session cookies and one-time sign-in link tokens, whether logged as
+ * a field or one level down in a logged object.
  */
 export const REDACTED_PATHS = [
   'req.headers.authorization',
@@ -17,6 +18,12 @@ export const REDACTED_PATHS = [
   '*.webhookSecret',
   'previousWebhookSecret',
   '*.previousWebhookSecret',
+  'req.headers.cookie',
+  'headers.cookie',
+  'sessionToken',
+  '*.sessionToken',
+  'token',
+  '*.token',
 ];
 
 /**
