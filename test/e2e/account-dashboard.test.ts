@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tinyPng } from '../support/media';
 import {
@@ -302,6 +304,50 @@ describe('account dashboard', () => {
     );
     expect(job.status).toBe('completed');
     expect(job.result?.outputUrl).toBeDefined();
+  });
+
+  it('sends a test delivery of the latest finished job to the default URL, signed', async () => {
+    const received: { headers: Record<string, unknown>; body: string }[] = [];
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        received.push({ headers: request.headers, body });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const fresh = await stack.createAccount({ plan: 'pro' });
+      const client = await signedIn(fresh.apiKey);
+      const token = await client.csrfToken('/dashboard/webhooks');
+      const { port } = receiver.address() as AddressInfo;
+      await client.post('/dashboard/webhooks/url', {
+        _csrf: token,
+        webhookUrl: `http://127.0.0.1:${port}/hook`,
+      });
+      const nothingYet = await (
+        await client.post('/dashboard/webhooks/test', { _csrf: token })
+      ).text();
+      expect(nothingYet).toContain('run a job first');
+      expect(received).toHaveLength(0);
+
+      await stack.api('POST', '/v1/text', {
+        token: fresh.apiKey,
+        body: { text: 'hello   world', preset: 'medium' },
+      });
+      const sent = await (await client.post('/dashboard/webhooks/test', { _csrf: token })).text();
+      expect(sent).toContain('HTTP 204');
+      expect(sent).toContain('delivered');
+      expect(received).toHaveLength(1);
+      const [delivery] = received;
+      expect(JSON.parse(delivery!.body).event).toBe('job.completed');
+      expect(delivery!.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   it("answers another account's job as not found", async () => {

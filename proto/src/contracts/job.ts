@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { publicJob, publicJobList } from '../api';
 import { JOB_STATUSES, JOB_TYPES, type Pipeline } from '../limits';
-import { jobMetrics, jobWorkMessage, usageDimensions } from '../messages';
+import { jobEvent, jobMetrics, jobWorkMessage, usageDimensions } from '../messages';
 import { AUDIO_PRESET_NAMES, audioOperationSchema } from '../pipelines/audio';
 import { IMAGE_PRESET_NAMES, imageOperationSchema } from '../pipelines/image';
 import { TEXT_PRESET_NAMES, textOperationSchema } from '../pipelines/text';
@@ -77,6 +77,16 @@ export const jobEndpoints = {
     'get-job',
     z.object({ accountId: z.string(), jobId: z.string() }),
     publicJob,
+  ),
+  /**
+   * The event a terminal job published (or would have: inline jobs publish none), for the
+   * dashboard's test delivery. JOB_NOT_FOUND for unknown, another account's or unfinished jobs.
+   */
+  getJobEvent: endpoint(
+    'job',
+    'get-job-event',
+    z.object({ accountId: z.string(), jobId: z.string() }),
+    jobEvent,
   ),
   listJobs: endpoint(
     'job',

@@ -99,6 +99,7 @@ describe('query plans', () => {
       await harness.beginAttempt(jobId, 1);
       await harness.completeAttempt(jobId, 1);
       await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId });
+      await harness.rpc.call(jobEndpoints.getJobEvent, { accountId, jobId });
       await harness.service.sweep(new Date());
       await harness.service.sweep(new Date(Date.now() + 8 * DAY));
     } finally {

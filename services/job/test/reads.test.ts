@@ -1,6 +1,7 @@
 import type { Subscription } from '@nats-io/nats-core';
 import { jobEndpoints, MB, newId, publicJobSummary } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordQueries } from '../../../test/support/query-plans';
 import { JOBS_COLLECTION } from '../src/adapters/job-repository';
 import {
   audioRequest,
@@ -201,5 +202,71 @@ describe('listJobs', () => {
     // A cursor belongs to its account and filters.
     expect((await errorOf(list({ cursor }, newAccount()))).code).toBe('VALIDATION_ERROR');
     expect((await errorOf(list({ cursor, type: 'audio' }))).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('getJobEvent', () => {
+  const eventOf = (jobId: string, account = accountId) =>
+    harness.rpc.call(jobEndpoints.getJobEvent, { accountId: account, jobId });
+
+  it('answers the event a finished job published, queued or inline, with one read and no write', async () => {
+    // Another account, so the lists above keep their jobs.
+    const owner = newAccount();
+    const uploadId = harness.addUpload(owner, 'voice.wav', 1 * MB, 'audio/wav');
+    const queued = (await harness.createJob(audioRequest(owner, uploadId))).job.id;
+    await harness.beginAttempt(queued, 1);
+    await harness.completeAttempt(queued, 1, `results/${owner}/${queued}/result.ogg`);
+    const inlineFailed = created[2] as string;
+
+    const recording = recordQueries(harness.mongo);
+    const answers = [await eventOf(queued, owner), await eventOf(inlineFailed)];
+    recording.stop();
+    expect(recording.queries).toEqual([
+      { command: 'find', collection: JOBS_COLLECTION, filter: { _id: queued, accountId: owner } },
+      { command: 'find', collection: JOBS_COLLECTION, filter: { _id: inlineFailed, accountId } },
+    ]);
+
+    const [completed, failed] = answers;
+    expect(completed).toMatchObject({
+      event: 'job.completed',
+      jobId: queued,
+      accountId: owner,
+      status: 'completed',
+      inline: false,
+      result: { outputKey: `results/${owner}/${queued}/result.ogg` },
+      error: null,
+    });
+    expect(failed).toMatchObject({
+      event: 'job.failed',
+      jobId: inlineFailed,
+      status: 'failed',
+      inline: true,
+      result: null,
+      error: 'bad text',
+    });
+    // Exactly what went out on EVENTS when each job became terminal.
+    expect([completed, failed]).toEqual([
+      (await harness.eventsFor(queued))[0]?.body,
+      (await harness.eventsFor(inlineFailed))[0]?.body,
+    ]);
+  });
+
+  it('reports unfinished, abandoned, unknown, malformed and another account’s jobs as JOB_NOT_FOUND', async () => {
+    const abandoned = newId('job');
+    await harness.db
+      .collection(JOBS_COLLECTION)
+      .insertOne({ _id: abandoned as never, accountId, abandonedAt: new Date() });
+    const finished = created[2] as string;
+    for (const [account, jobId] of [
+      [accountId, created[0]], // created: not terminal
+      [accountId, abandoned],
+      [accountId, newId('job')],
+      [accountId, 'job_not-a-ulid'],
+      [accountId, 'job_\u0000'],
+      [newAccount(), finished],
+    ] as const) {
+      const error = await errorOf(eventOf(jobId as string, account));
+      expect(error.code, `${account} ${jobId}`).toBe('JOB_NOT_FOUND');
+    }
   });
 });

@@ -11,14 +11,16 @@ import {
 import type { TargetPolicy, Topology } from '@tamp/proto';
 import { BillingAccounts } from './adapters/billing-accounts';
 import { DeliveryStore, WEBHOOK_INDEXES } from './adapters/delivery-store';
+import { FinishedJobs } from './adapters/finished-jobs';
 import type { HostnameResolver } from './adapters/hostname-resolver';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './adapters/safe-http-client';
 import { serveWebhookEndpoints } from './api/endpoints';
 import { consumeJobEvents } from './api/job-events';
-import { DeliveryAttempt } from './application/delivery-attempt';
+import { DeliveryAttempt, SignedSender } from './application/delivery-attempt';
 import { DeliveryIntake } from './application/delivery-intake';
 import { DeliveryLog } from './application/delivery-log';
 import { DeliveryScheduler } from './application/delivery-scheduler';
+import { TestDelivery } from './application/test-delivery';
 import { WebhookMetrics } from './application/webhook-metrics';
 
 /** Retries and expired leases are found by polling; new sequences wake the scheduler. */
@@ -62,7 +64,7 @@ export interface WebhookService {
 /**
  * The webhook service: turns `events.job.*` into one durable delivery sequence per job event
  * (in `webhook_deliveries`), delivers it with signed, retried, policy-checked attempts (each
- * recorded in `webhook_attempts`), and serves `listDeliveries` / `redeliver`.
+ * recorded in `webhook_attempts`), and serves `listDeliveries` / `redeliver` / `sendTestDelivery`.
  */
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
   const { nats, topology, rpc, db, policy, logger } = options;
@@ -112,7 +114,19 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     logger,
   });
   scheduler.start();
-  const endpoints = await serveWebhookEndpoints(rpc, new DeliveryLog(store, now, logger));
+  // The dashboard's test delivery: one attempt through the same sender, policy and deadline.
+  const testDelivery = new TestDelivery(
+    accounts,
+    new FinishedJobs(rpc),
+    new SignedSender({ policy, timeoutMs, resolveHostname: options.resolveHostname }, clock),
+    store,
+    instance,
+    logger,
+  );
+  const endpoints = await serveWebhookEndpoints(rpc, {
+    log: new DeliveryLog(store, now, logger),
+    testDelivery,
+  });
   logger.info(
     { instance, schedule: options.retryScheduleMs, timeoutMs, policy },
     'webhook service started',

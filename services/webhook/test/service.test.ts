@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import {
   LOCAL_DEVELOPMENT_POLICY,
   newWebhookSecret,
@@ -10,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
 import { deliveryKey } from '../src/domain/payload';
 import {
-  type LoopbackReceiver,
   type RecordedRequest,
-  startReceiver,
+  receiverPool,
   watchConnectionAttempts,
 } from './support/loopback-receiver';
+import { expectRejected, expectVerified, stringHeaders } from './support/signatures';
 import {
   type AccountView,
   account,
@@ -28,46 +27,9 @@ import {
 
 const FAST_SCHEDULE = [50, 50, 50, 50, 50];
 
-/** Both verifiers a customer may use must accept the delivery, over the raw bytes. */
-function expectVerified(request: RecordedRequest, secret: string) {
-  const tamp = verifyTampDelivery(request.body, request.headers, secret);
-  expect(tamp).toMatchObject({ ok: true });
-  const standard = new Webhook(secret).verify(request.body, stringHeaders(request.headers));
-  expect(standard).toEqual(JSON.parse(request.body.toString('utf8')));
-}
-
-/** Neither verifier accepts the delivery with this secret. */
-function expectRejected(request: RecordedRequest, secret: string) {
-  expect(verifyTampDelivery(request.body, request.headers, secret)).toMatchObject({ ok: false });
-  expect(() => new Webhook(secret).verify(request.body, stringHeaders(request.headers))).toThrow();
-}
-
-function stringHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(headers).flatMap(([name, value]) =>
-      typeof value === 'string' ? [[name, value]] : [],
-    ),
-  );
-}
-
-const receivers: LoopbackReceiver[] = [];
-async function receiver(
-  answer: (count: number) => number | null = () => 200,
-): Promise<LoopbackReceiver> {
-  let count = 0;
-  const started = await startReceiver((_request, response) => {
-    count += 1;
-    const status = answer(count);
-    if (status === null) return; // never answers
-    response.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
-  });
-  receivers.push(started);
-  return started;
-}
-
-afterAll(async () => {
-  for (const started of receivers) await started.close();
-});
+const receivers = receiverPool();
+const receiver = receivers.start;
+afterAll(() => receivers.closeAll());
 
 describe('webhook service (local development policy, fast schedule)', () => {
   let slice: Slice;

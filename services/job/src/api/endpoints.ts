@@ -15,6 +15,7 @@ export function serveJobEndpoints(
       creation.create(request, deadline ?? Date.now() + LIMITS.createJobBudgetMs),
     )
     .serve(jobEndpoints.getJob, ({ accountId, jobId }) => reads.getJob(accountId, jobId))
+    .serve(jobEndpoints.getJobEvent, ({ accountId, jobId }) => reads.getJobEvent(accountId, jobId))
     .serve(jobEndpoints.listJobs, (request) => reads.listJobs(request))
     .serve(jobEndpoints.beginAttempt, ({ jobId, attempt, worker }) =>
       attempts.begin(jobId, attempt, worker),

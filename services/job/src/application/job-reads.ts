@@ -1,6 +1,7 @@
 import type { EndpointRequest, ObjectStore } from '@tamp/kit';
 import {
   isId,
+  type JobEvent,
   type JobStatus,
   type JobType,
   type jobEndpoints,
@@ -13,7 +14,13 @@ import {
 import type { AdmissionRepository } from '../adapters/admission-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import { type CursorScope, decodeCursor, encodeCursor } from '../domain/cursor';
-import { isAbandonedCreation, type JobDocument, MAX_CREATION_AGE_MS } from '../domain/job';
+import { jobEventOf } from '../domain/events';
+import {
+  isAbandonedCreation,
+  isTerminal,
+  type JobDocument,
+  MAX_CREATION_AGE_MS,
+} from '../domain/job';
 import {
   outputToResolve,
   publicJobOf,
@@ -23,7 +30,7 @@ import {
 
 type ListRequest = EndpointRequest<(typeof jobEndpoints)['listJobs']>;
 
-/** `getJob`, `listJobs`, and the representation every creation answer uses. */
+/** `getJob`, `getJobEvent`, `listJobs`, and the representation every creation answer uses. */
 export class JobReads {
   /**
    * `jobs` is the pooled read connection: public reads only, never a read that decides a write.
@@ -53,6 +60,19 @@ export class JobReads {
       throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
     }
     return this.represent(job);
+  }
+
+  /**
+   * The event the job published when it became terminal (inline jobs included: built the same
+   * way, from the stored job), for the dashboard's test delivery; nothing is written. One read by
+   * `_id`. Unknown, malformed, another account's, abandoned and unfinished jobs are all unknown.
+   */
+  async getJobEvent(accountId: string, jobId: string): Promise<JobEvent> {
+    const job = isId('job', jobId) ? await this.jobs.findOfAccount(accountId, jobId) : null;
+    if (job === null || isAbandonedCreation(job) || !isTerminal(job.status)) {
+      throw new ServiceError('JOB_NOT_FOUND', `No finished job ${jobId}`);
+    }
+    return jobEventOf(job);
   }
 
   /**

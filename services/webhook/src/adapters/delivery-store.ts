@@ -44,7 +44,10 @@ export interface DeliveryDocument {
   updatedAt: Date;
 }
 
-/** One attempt, kept forever (operators read them with listDeliveries). `_id` = deliveryId. */
+/**
+ * One attempt, kept forever (operators read them with listDeliveries): a sequence's, or a test
+ * delivery's. `_id` = deliveryId.
+ */
 export interface AttemptDocument {
   _id: string;
   jobId: string;
@@ -59,6 +62,12 @@ export interface AttemptDocument {
   error: string | null;
   /** Which service instance made the attempt. */
   instance: string;
+  /**
+   * A test delivery (`sendTestDelivery`, the dashboard's button): one attempt outside the job's
+   * delivery sequence, `sequence` 0 and `attempt` 1, never retried. Absent on a sequence's
+   * attempts. Not part of `listDeliveries`' answer, which shows it as any other attempt.
+   */
+  test?: true;
 }
 
 export type NewDelivery = Omit<

@@ -8,10 +8,11 @@ import {
 } from '@tamp/kit';
 import type { TargetPolicy } from '@tamp/proto';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
-import type { DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
+import type { AttemptDocument, DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
 import type { HostnameResolver } from '../adapters/hostname-resolver';
 import { deliverWebhook } from '../adapters/safe-http-client';
 import { type AttemptOutcome, nextStep } from '../domain/delivery-state';
+import type { WebhookEventName } from '../domain/payload';
 import { signDelivery } from '../domain/signature';
 import type { WebhookMetrics } from './webhook-metrics';
 
@@ -31,22 +32,128 @@ export interface AttemptSettings {
   resolveHostname?: HostnameResolver | undefined;
 }
 
-interface AttemptResult {
+/** What one HTTP attempt needs: a scheduled sequence and a test delivery both provide it. */
+export interface OutgoingDelivery {
+  target: string;
+  event: WebhookEventName;
+  /** The exact body text: it is signed and sent byte for byte. */
+  body: string;
+  /** Standard Webhooks `webhook-id` of the job event. */
+  webhookId: string;
+}
+
+/** How one HTTP attempt went, as it is recorded. */
+export interface SentAttempt {
   attemptedAt: Date;
-  deliveryId?: string;
+  deliveryId: string;
   outcome: AttemptOutcome;
-  statusCode?: number | null;
+  statusCode: number | null;
+  /** Null when nothing was sent (the delivery could not be signed). */
   latencyMs: number | null;
   error: string | null;
   retryAfter?: string | undefined;
 }
 
+/** An attempt to record; one that sent nothing may have no delivery id or status. */
+export type AttemptResult = Omit<SentAttempt, 'deliveryId' | 'statusCode'> &
+  Partial<Pick<SentAttempt, 'deliveryId' | 'statusCode'>>;
+
+/** The `webhook_attempts` record of an attempt, in the log `listDeliveries` reads. */
+export function attemptRecordOf(
+  result: AttemptResult,
+  of: Omit<
+    AttemptDocument,
+    '_id' | 'attemptedAt' | 'statusCode' | 'latencyMs' | 'outcome' | 'error'
+  >,
+): AttemptDocument {
+  return {
+    _id: result.deliveryId ?? `dlv_${randomUUID()}`,
+    ...of,
+    attemptedAt: result.attemptedAt,
+    statusCode: result.statusCode ?? null,
+    latencyMs: result.latencyMs,
+    outcome: result.outcome,
+    error: result.error,
+  };
+}
+
 /**
- * One attempt of a claimed delivery sequence: read the account's secrets, sign, send through
- * the safe HTTP client, record the attempt, and move the sequence to its next step
+ * One signed HTTP attempt, the only code that sends one: the headers, the signatures (the
+ * account's current secret and, during a rotation's grace period, the replaced one), the safe
+ * HTTP client with the deployment's target policy and the attempt deadline, and the outcome it
+ * classifies. Scheduled attempts and test deliveries both send through it; neither caches the
+ * account it is given.
+ */
+export class SignedSender {
+  constructor(
+    private readonly settings: Pick<AttemptSettings, 'policy' | 'timeoutMs' | 'resolveHostname'>,
+    /** Milliseconds since the epoch. */
+    private readonly clock: () => number,
+  ) {}
+
+  async send(outgoing: OutgoingDelivery, account: WebhookAccount): Promise<SentAttempt> {
+    const attemptedAt = new Date(this.clock());
+    const deliveryId = `dlv_${randomUUID()}`;
+    let headers: Record<string, string>;
+    try {
+      headers = {
+        'Content-Type': 'application/json',
+        'User-Agent': USER_AGENT,
+        'X-Service-Event': outgoing.event,
+        'X-Service-Delivery': deliveryId,
+        ...signDelivery({
+          secret: account.webhookSecret,
+          previousSecrets:
+            account.previousWebhookSecret === null ? [] : [account.previousWebhookSecret.secret],
+          body: outgoing.body,
+          timestamp: Math.floor(attemptedAt.getTime() / 1000),
+          webhookId: outgoing.webhookId,
+        }),
+      };
+    } catch (error) {
+      return {
+        attemptedAt,
+        deliveryId,
+        outcome: 'failed',
+        statusCode: null,
+        latencyMs: null,
+        error: `could not sign the delivery: ${(error as Error).message}`,
+      };
+    }
+    const { policy, timeoutMs, resolveHostname } = this.settings;
+    const result = await deliverWebhook({
+      url: outgoing.target,
+      body: Buffer.from(outgoing.body, 'utf8'),
+      headers,
+      policy,
+      timeoutMs,
+      ...(resolveHostname ? { resolveHostname } : {}),
+    });
+    // The request itself has no client span (its trace context is withheld from the receiver):
+    // the active span says what the receiver answered.
+    if (result.statusCode !== undefined) {
+      annotateActiveSpan({ 'http.response.status_code': result.statusCode });
+    }
+    return {
+      attemptedAt,
+      deliveryId,
+      outcome: result.outcome,
+      statusCode: result.statusCode ?? null,
+      latencyMs: result.latencyMs,
+      error: result.error ?? null,
+      retryAfter: result.retryAfter,
+    };
+  }
+}
+
+/**
+ * One attempt of a claimed delivery sequence: read the account's secrets, sign and send
+ * (SignedSender), record the attempt, and move the sequence to its next step
  * (domain/delivery-state.ts).
  */
 export class DeliveryAttempt {
+  private readonly sender: SignedSender;
+
   constructor(
     private readonly store: DeliveryStore,
     private readonly accounts: BillingAccounts,
@@ -57,7 +164,9 @@ export class DeliveryAttempt {
     /** Jitter source of the retry delays. */
     private readonly random: () => number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.sender = new SignedSender(settings, clock);
+  }
 
   /** One span per attempt, in the trace of the job event that scheduled the sequence. */
   run(delivery: DeliveryDocument, claimId: string): Promise<void> {
@@ -94,58 +203,9 @@ export class DeliveryAttempt {
       });
       return;
     }
-    const attemptedAt = new Date(this.clock());
-    const deliveryId = `dlv_${randomUUID()}`;
-    let headers: Record<string, string>;
-    try {
-      headers = {
-        'Content-Type': 'application/json',
-        'User-Agent': USER_AGENT,
-        'X-Service-Event': delivery.event,
-        'X-Service-Delivery': deliveryId,
-        ...signDelivery({
-          secret: account.webhookSecret,
-          previousSecrets:
-            account.previousWebhookSecret === null ? [] : [account.previousWebhookSecret.secret],
-          body: delivery.body,
-          timestamp: Math.floor(attemptedAt.getTime() / 1000),
-          webhookId: delivery.webhookId,
-        }),
-      };
-    } catch (error) {
-      await this.finish(delivery, claimId, attemptNumber, {
-        attemptedAt,
-        deliveryId,
-        outcome: 'failed',
-        latencyMs: null,
-        error: `could not sign the delivery: ${(error as Error).message}`,
-      });
-      return;
-    }
-    const { policy, timeoutMs, resolveHostname } = this.settings;
-    const result = await deliverWebhook({
-      url: delivery.target,
-      body: Buffer.from(delivery.body, 'utf8'),
-      headers,
-      policy,
-      timeoutMs,
-      ...(resolveHostname ? { resolveHostname } : {}),
-    });
-    this.metrics.attemptDuration.observe(result.latencyMs / 1000);
-    // The request itself has no client span (its trace context is withheld from the receiver):
-    // the attempt's span says what the receiver answered.
-    if (result.statusCode !== undefined) {
-      annotateActiveSpan({ 'http.response.status_code': result.statusCode });
-    }
-    await this.finish(delivery, claimId, attemptNumber, {
-      attemptedAt,
-      deliveryId,
-      outcome: result.outcome,
-      statusCode: result.statusCode ?? null,
-      latencyMs: result.latencyMs,
-      error: result.error ?? null,
-      retryAfter: result.retryAfter,
-    });
+    const sent = await this.sender.send(delivery, account);
+    if (sent.latencyMs !== null) this.metrics.attemptDuration.observe(sent.latencyMs / 1000);
+    await this.finish(delivery, claimId, attemptNumber, sent);
   }
 
   private async finish(
@@ -164,20 +224,16 @@ export class DeliveryAttempt {
       this.random,
     );
     // The record first: an attempt that happened is never lost, even if the update below is.
-    await this.store.recordAttempt({
-      _id: result.deliveryId ?? `dlv_${randomUUID()}`,
-      jobId: delivery.jobId,
-      event: delivery.event,
-      sequence: delivery.sequence,
-      attempt: attemptNumber,
-      attemptedAt: result.attemptedAt,
-      target: delivery.target,
-      statusCode: result.statusCode ?? null,
-      latencyMs: result.latencyMs,
-      outcome: result.outcome,
-      error: result.error,
-      instance: this.settings.instance,
-    });
+    await this.store.recordAttempt(
+      attemptRecordOf(result, {
+        jobId: delivery.jobId,
+        event: delivery.event,
+        target: delivery.target,
+        sequence: delivery.sequence,
+        attempt: attemptNumber,
+        instance: this.settings.instance,
+      }),
+    );
     const kept = await this.store.finishAttempt(delivery._id, claimId, {
       attempts: attemptNumber,
       status: step.status,

@@ -82,6 +82,33 @@ export async function startReceiver(
 }
 
 /**
+ * Receivers started on demand, each answering its `count`th request with `answer(count)` (null:
+ * never answers); `closeAll` closes every one started.
+ */
+export function receiverPool(): {
+  start(answer?: (count: number) => number | null): Promise<LoopbackReceiver>;
+  closeAll(): Promise<void>;
+} {
+  const started: LoopbackReceiver[] = [];
+  return {
+    async start(answer = () => 200) {
+      let count = 0;
+      const receiver = await startReceiver((_request, response) => {
+        count += 1;
+        const status = answer(count);
+        if (status === null) return; // never answers
+        response.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
+      });
+      started.push(receiver);
+      return receiver;
+    },
+    async closeAll() {
+      for (const receiver of started) await receiver.close();
+    },
+  };
+}
+
+/**
  * Watches outgoing connection attempts in this process: `announced` counts undici deciding to
  * connect (before its connector runs), `sockets` counts sockets made by `net.connect`.
  */

@@ -13,6 +13,7 @@ import {
   billingEndpoints,
   createTopology,
   type JobEvent,
+  jobEndpoints,
   messageIds,
   newId,
   ServiceError,
@@ -29,7 +30,10 @@ import {
   type WebhookServiceOptions,
 } from '../../src/service';
 
-/** Test-only: one isolated slice (namespace, database) with a webhook service and a billing double. */
+/**
+ * Test-only: one isolated slice (namespace, database) with a webhook service and doubles of
+ * billing and the job service.
+ */
 
 export type AccountView = z.input<typeof billingEndpoints.getAccount.response>;
 
@@ -44,6 +48,8 @@ export interface Slice {
   accounts: Map<string, AccountView>;
   /** Billing answers UNAVAILABLE for this account this many more times (a peer outage). */
   billingOutages: Map<string, number>;
+  /** The job service double's finished jobs: the event each published, by job id. */
+  jobEvents: Map<string, JobEvent>;
   /** Starts a webhook service instance on this slice (several may run one after another). */
   startService(overrides?: Partial<WebhookServiceOptions>): Promise<{
     service: WebhookService;
@@ -93,6 +99,18 @@ export async function startSlice(defaults: {
   });
   await billing.flush();
 
+  // A test double of the job service, likewise: the events of finished jobs, as getJobEvent.
+  const jobEvents = new Map<string, JobEvent>();
+  const jobs = await nats('job-double');
+  new Rpc(jobs, topology, logger).serve(jobEndpoints.getJobEvent, async ({ accountId, jobId }) => {
+    const event = jobEvents.get(jobId);
+    if (event === undefined || event.accountId !== accountId) {
+      throw new ServiceError('JOB_NOT_FOUND', `No finished job ${jobId}`);
+    }
+    return event;
+  });
+  await jobs.flush();
+
   const services: WebhookService[] = [];
   return {
     topology,
@@ -101,6 +119,7 @@ export async function startSlice(defaults: {
     rpc: new Rpc(client, topology, logger),
     accounts,
     billingOutages,
+    jobEvents,
     async startService(overrides = {}) {
       const connection = await nats('webhook');
       const metrics = new Registry();

@@ -35,6 +35,15 @@ ${csrfField(token)}
 <p id="webhook-url-help" class="help">Leave empty to send no webhook by default.</p>
 <button type="submit">Save URL</button>
 </form>
+${
+  view.webhookUrl === null
+    ? ''
+    : html`<form method="post" action="${DASHBOARD_PATH}/webhooks/test">
+${csrfField(token)}
+<button type="submit" aria-describedby="test-help">Send a test delivery</button>
+<p id="test-help" class="help">Sends your latest finished job's event to this URL once, signed as every delivery is.</p>
+</form>`
+}
 </section>
 <section aria-labelledby="signing-secret">
 <h2 id="signing-secret">Signing secret</h2>

@@ -1,4 +1,10 @@
-import { billingEndpoints, checkTargetUrl, httpUrl } from '@tamp/proto';
+import {
+  billingEndpoints,
+  checkTargetUrl,
+  httpUrl,
+  jobEndpoints,
+  webhookEndpoints,
+} from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
@@ -49,6 +55,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (ap
     },
   );
 
+  app.post('/webhooks/test', async (request, reply) => {
+    const { accountId, csrfToken } = request.dashboardSession;
+    const message = await sendTestDelivery(accountId, deps);
+    return reply.type(HTML).send(await render(accountId, csrfToken, message));
+  });
+
   // A POST, so the secret is shown only when asked for, never by a link or a prefetch.
   app.post('/webhooks/secret/reveal', async (request, reply) => {
     const { accountId, csrfToken } = request.dashboardSession;
@@ -80,6 +92,42 @@ export const webhookRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (ap
     },
   );
 };
+
+/**
+ * The contract sends no event kinds but job.completed and job.failed, so a test delivery is the
+ * event of the account's latest finished job, sent once to the default URL as it is now.
+ */
+async function sendTestDelivery(accountId: string, { rpc }: RouteDependencies): Promise<Message> {
+  const jobId = await latestFinishedJob(accountId, rpc);
+  if (jobId === null) {
+    return {
+      problem:
+        'A test delivery repeats the event of your latest finished job: run a job first (Try it).',
+    };
+  }
+  // One attempt may take the whole delivery time limit (10 s) after two reads.
+  const sent = await rpc.call(
+    webhookEndpoints.sendTestDelivery,
+    { accountId, jobId },
+    { timeoutMs: 15_000 },
+  );
+  if (sent.outcome === 'no-target') return { problem: 'Save a default webhook URL first.' };
+  const answer = sent.statusCode === null ? 'no answer' : `HTTP ${sent.statusCode}`;
+  const report = `Test delivery of job ${jobId}'s event to ${sent.target}: ${answer}${
+    sent.latencyMs === null ? '' : ` in ${Math.round(sent.latencyMs)} ms`
+  }`;
+  return sent.outcome === 'delivered'
+    ? { notice: `${report}, delivered.` }
+    : { problem: `${report}, ${sent.outcome}${sent.error ? `: ${sent.error}` : ''}.` };
+}
+
+async function latestFinishedJob(accountId: string, rpc: RouteDependencies['rpc']) {
+  for (const status of ['completed', 'failed'] as const) {
+    const { items } = await rpc.call(jobEndpoints.listJobs, { accountId, status, limit: 1 });
+    if (items[0] !== undefined) return items[0].id;
+  }
+  return null;
+}
 
 /** The same two checks a webhookUrl meets in the API: its shape, then the deployment's policy. */
 function webhookUrlProblem(url: string, deps: RouteDependencies): string | null {
