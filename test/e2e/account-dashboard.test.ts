@@ -140,7 +140,8 @@ describe('account dashboard', () => {
     const revoked = await client.post(`/dashboard/keys/${key.keyId}/revoke`, {
       _csrf: await client.csrfToken('/dashboard/keys'),
     });
-    expect(revoked.status).toBe(200);
+    expect(revoked.status).toBe(303);
+    expect(revoked.headers.get('location')).toBe('/dashboard/keys?done=key-revoked');
     const deadline = Date.now() + 5_000;
     let status = 200;
     while (Date.now() < deadline && status !== 401) {
@@ -213,9 +214,10 @@ describe('account dashboard', () => {
       _csrf: token,
       webhookUrl: 'http://127.0.0.1:9/hooks?a=<b>',
     });
-    expect(saved.status).toBe(200);
-    const shown = await saved.text();
+    expect(saved.status).toBe(303);
+    const shown = await (await client.get(saved.headers.get('location')!)).text();
     expect(shown).toContain('value="http://127.0.0.1:9/hooks?a=&lt;b&gt;"');
+    expect(shown).toContain('Webhook URL saved.');
     const stored = await stack.admin<{ webhookUrl: string }>(
       'GET',
       `/admin/accounts/${account.accountId}`,

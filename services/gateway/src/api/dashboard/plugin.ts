@@ -71,7 +71,9 @@ export const dashboardPlugin: FastifyPluginAsyncZod<RouteDependencies> = async (
   app.addHook('onSend', async (_request, reply) => {
     reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
     reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'no-referrer');
+    // Not no-referrer: under it a browser sends `Origin: null` with the forms' POSTs, which the
+    // origin check (session.ts) must refuse. Other sites still get no Referer.
+    reply.header('referrer-policy', 'same-origin');
     reply.header('x-frame-options', 'DENY');
     // Pages show keys and secrets: never kept by a cache or the back button's snapshot.
     reply.header('cache-control', 'no-store');

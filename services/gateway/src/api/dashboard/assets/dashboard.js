@@ -10,8 +10,13 @@ document.addEventListener('click', (event) => {
   const done = () => {
     button.textContent = 'Copied';
   };
-  if (navigator.clipboard) navigator.clipboard.writeText(field.value).then(done, () => {});
-  else if (document.execCommand('copy')) done();
+  // The selected text can still be copied by hand when neither way is allowed.
+  const fallback = () => {
+    if (document.execCommand('copy')) done();
+    else button.textContent = 'Press Ctrl+C to copy';
+  };
+  if (navigator.clipboard) navigator.clipboard.writeText(field.value).then(done, fallback);
+  else fallback();
 });
 
 // A job still running reloads its page every few seconds until it is finished.

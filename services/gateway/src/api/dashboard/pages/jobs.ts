@@ -110,7 +110,7 @@ ${
   jobResult.expired
     ? html`<p>The output has expired; its metrics remain.</p>`
     : jobResult.outputUrl
-      ? html`<p><a href="${jobResult.outputUrl}" download>Download the result</a></p>`
+      ? html`<p><a href="${jobResult.outputUrl}">Download the result</a></p>`
       : ''
 }
 ${jobResult.outputText !== undefined ? html`<label for="output-text">Output text</label><textarea id="output-text" readonly rows="8">${jobResult.outputText}</textarea>` : ''}

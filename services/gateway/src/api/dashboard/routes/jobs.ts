@@ -2,7 +2,9 @@ import { JOB_STATUSES, JOB_TYPES, jobEndpoints, LIMITS, webhookEndpoints } from 
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
+import { doneQuery, noticeOf } from '../notices';
 import { jobListPage, jobPage } from '../pages/jobs';
+import { DASHBOARD_PATH } from '../session';
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -44,25 +46,33 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
   });
 
   const jobParams = z.object({ id: z.string().max(200) });
-  const render = async (accountId: string, csrfToken: string, jobId: string, notice?: string) => {
+  const render = async (
+    accountId: string,
+    csrfToken: string,
+    jobId: string,
+    notice: string | null,
+  ) => {
     // The job read is the account check: another account's job is JOB_NOT_FOUND here too.
     const job = await rpc.call(jobEndpoints.getJob, { accountId, jobId });
     const { deliveries } = await rpc.call(webhookEndpoints.listDeliveries, { jobId: job.id });
-    return jobPage({ csrfToken, job, deliveries, notice: notice ?? null });
+    return jobPage({ csrfToken, job, deliveries, notice });
   };
 
-  app.get('/jobs/:id', { schema: { params: jobParams } }, async (request, reply) => {
-    const { accountId, csrfToken } = request.dashboardSession;
-    return reply.type(HTML).send(await render(accountId, csrfToken, request.params.id));
-  });
+  app.get(
+    '/jobs/:id',
+    { schema: { params: jobParams, querystring: doneQuery } },
+    async (request, reply) => {
+      const { accountId, csrfToken } = request.dashboardSession;
+      const notice = noticeOf(request.query.done);
+      return reply.type(HTML).send(await render(accountId, csrfToken, request.params.id, notice));
+    },
+  );
 
   app.post('/jobs/:id/redeliver', { schema: { params: jobParams } }, async (request, reply) => {
-    const { accountId, csrfToken } = request.dashboardSession;
+    const { accountId } = request.dashboardSession;
     const job = await rpc.call(jobEndpoints.getJob, { accountId, jobId: request.params.id });
     const { scheduled } = await rpc.call(webhookEndpoints.redeliver, { jobId: job.id });
-    const notice = scheduled
-      ? 'A new delivery is on its way.'
-      : 'Nothing to deliver: this job has no webhook target.';
-    return reply.type(HTML).send(await render(accountId, csrfToken, job.id, notice));
+    const done = scheduled ? 'redelivered' : 'nothing-to-redeliver';
+    return reply.redirect(`${DASHBOARD_PATH}/jobs/${encodeURIComponent(job.id)}?done=${done}`, 303);
   });
 };

@@ -2,7 +2,9 @@ import { billingEndpoints, ServiceError } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
+import { doneQuery, noticeOf } from '../notices';
 import { type KeysView, keysPage } from '../pages/keys';
+import { DASHBOARD_PATH } from '../session';
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -13,9 +15,10 @@ export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, {
     return keysPage({ ...view, keys });
   };
 
-  app.get('/keys', async (request, reply) => {
+  app.get('/keys', { schema: { querystring: doneQuery } }, async (request, reply) => {
     const { accountId, csrfToken } = request.dashboardSession;
-    return reply.type(HTML).send(await render(accountId, { csrfToken }));
+    const notice = noticeOf(request.query.done);
+    return reply.type(HTML).send(await render(accountId, { csrfToken, notice }));
   });
 
   // Answered with the page itself, not a redirect: the new key must not travel in a URL.
@@ -29,14 +32,13 @@ export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, {
     '/keys/:keyId/revoke',
     { schema: { params: z.object({ keyId: z.string().max(200) }) } },
     async (request, reply) => {
-      const { accountId, csrfToken } = request.dashboardSession;
+      const { accountId } = request.dashboardSession;
       // revoke-key takes any key id: only one of this account's keys may be named here.
       const { keys } = await rpc.call(billingEndpoints.listKeys, { accountId });
       const key = keys.find((candidate) => candidate.keyId === request.params.keyId);
       if (key === undefined) throw new ServiceError('NOT_FOUND', 'No such key in this account');
       await rpc.call(billingEndpoints.revokeKey, { keyId: key.keyId });
-      const notice = `Key ${key.displayPrefix}… revoked; the API refuses it within seconds.`;
-      return reply.type(HTML).send(await render(accountId, { csrfToken, notice }));
+      return reply.redirect(`${DASHBOARD_PATH}/keys?done=key-revoked`, 303);
     },
   );
 };

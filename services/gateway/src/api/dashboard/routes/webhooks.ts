@@ -8,7 +8,9 @@ import {
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
+import { doneQuery, noticeOf } from '../notices';
 import { type WebhooksView, webhooksPage } from '../pages/webhooks';
+import { DASHBOARD_PATH } from '../session';
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -28,9 +30,10 @@ export const webhookRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (ap
     });
   };
 
-  app.get('/webhooks', async (request, reply) => {
+  app.get('/webhooks', { schema: { querystring: doneQuery } }, async (request, reply) => {
     const { accountId, csrfToken } = request.dashboardSession;
-    return reply.type(HTML).send(await render(accountId, csrfToken));
+    const notice = noticeOf(request.query.done);
+    return reply.type(HTML).send(await render(accountId, csrfToken, { notice }));
   });
 
   app.post(
@@ -50,8 +53,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (ap
         accountId,
         webhookUrl: entered === '' ? null : entered,
       });
-      const notice = entered === '' ? 'No default webhook URL any more.' : 'Webhook URL saved.';
-      return reply.type(HTML).send(await render(accountId, csrfToken, { notice }));
+      const done = entered === '' ? 'url-cleared' : 'url-saved';
+      return reply.redirect(`${DASHBOARD_PATH}/webhooks?done=${done}`, 303);
     },
   );
 
