@@ -23,8 +23,11 @@ import { DeliveryScheduler } from './application/delivery-scheduler';
 import { TestDelivery } from './application/test-delivery';
 import { WebhookMetrics } from './application/webhook-metrics';
 
-/** Retries and expired leases are found by polling; new sequences wake the scheduler. */
-const DEFAULT_POLL_INTERVAL_MS = 1_000;
+/**
+ * The longest the scheduler sleeps: it wakes by itself for new sequences, its own retries and its
+ * own leases, so this bounds only how late it finds another instance's leftovers.
+ */
+const DEFAULT_POLL_INTERVAL_MS = 5_000;
 
 export interface WebhookServiceOptions {
   nats: NatsConnection;
@@ -42,7 +45,7 @@ export interface WebhookServiceOptions {
   clock?: () => number;
   /** Jitter source for `nextRetryDelay`. */
   random?: () => number;
-  /** How often Mongo is polled for retries and expired leases; default 1 s (new sequences wake it). */
+  /** The longest the scheduler sleeps between two looks at MongoDB; default 5 s (see above). */
   pollIntervalMs?: number;
   /** How long a claimed attempt may take before another instance takes it over. */
   leaseMs?: number;
@@ -113,7 +116,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     retryDelayMs: unavailableRetryMs,
     logger,
   });
-  scheduler.start();
+  scheduler.begin();
   // The dashboard's test delivery: one attempt through the same sender, policy and deadline.
   const testDelivery = new TestDelivery(
     accounts,

@@ -168,8 +168,12 @@ export class DeliveryAttempt {
     this.sender = new SignedSender(settings, clock);
   }
 
-  /** One span per attempt, in the trace of the job event that scheduled the sequence. */
-  run(delivery: DeliveryDocument, claimId: string): Promise<void> {
+  /**
+   * One span per attempt, in the trace of the job event that scheduled the sequence. Returns
+   * when the sequence is due again, if this attempt scheduled it (a retry, or a postponement),
+   * so the scheduler wakes for it instead of polling.
+   */
+  run(delivery: DeliveryDocument, claimId: string): Promise<Date | null> {
     const attributes = { 'tamp.job_id': delivery.jobId, 'webhook.attempt': delivery.attempts + 1 };
     return inSpan(
       'webhook deliver',
@@ -178,7 +182,7 @@ export class DeliveryAttempt {
     );
   }
 
-  private async attempt(delivery: DeliveryDocument, claimId: string): Promise<void> {
+  private async attempt(delivery: DeliveryDocument, claimId: string): Promise<Date | null> {
     const attemptNumber = delivery.attempts + 1;
     // Read for every attempt, never cached: an attempt that starts after a rotation returned
     // is signed with the new secret (and, during its grace period, the replaced one as well).
@@ -192,20 +196,19 @@ export class DeliveryAttempt {
         .warn({ err: error }, 'billing unavailable; webhook attempt postponed');
       const retryAt = new Date(this.clock() + this.settings.unavailableRetryMs);
       await this.store.release(delivery._id, claimId, retryAt, new Date(this.clock()));
-      return;
+      return retryAt;
     }
     if (account === null) {
-      await this.finish(delivery, claimId, attemptNumber, {
+      return this.finish(delivery, claimId, attemptNumber, {
         attemptedAt: new Date(this.clock()),
         outcome: 'refused',
         latencyMs: null,
         error: 'the account no longer exists; nothing was sent',
       });
-      return;
     }
     const sent = await this.sender.send(delivery, account);
     if (sent.latencyMs !== null) this.metrics.attemptDuration.observe(sent.latencyMs / 1000);
-    await this.finish(delivery, claimId, attemptNumber, sent);
+    return this.finish(delivery, claimId, attemptNumber, sent);
   }
 
   private async finish(
@@ -213,7 +216,7 @@ export class DeliveryAttempt {
     claimId: string,
     attemptNumber: number,
     result: AttemptResult,
-  ): Promise<void> {
+  ): Promise<Date | null> {
     if (result.outcome !== 'delivered') markActiveSpanFailed(result.error ?? result.outcome);
     const finishedAt = this.clock();
     const step = nextStep(
@@ -234,10 +237,11 @@ export class DeliveryAttempt {
         instance: this.settings.instance,
       }),
     );
+    const nextAttemptAt = step.nextAttemptAt === null ? null : new Date(step.nextAttemptAt);
     const kept = await this.store.finishAttempt(delivery._id, claimId, {
       attempts: attemptNumber,
       status: step.status,
-      nextAttemptAt: step.nextAttemptAt === null ? null : new Date(step.nextAttemptAt),
+      nextAttemptAt,
       lastOutcome: result.outcome,
       lastError: result.error,
       now: new Date(finishedAt),
@@ -257,5 +261,6 @@ export class DeliveryAttempt {
     };
     if (result.outcome === 'delivered') this.logger.info(fields, 'webhook delivered');
     else this.logger.warn({ ...fields, error: result.error }, 'webhook attempt did not succeed');
+    return kept ? nextAttemptAt : null;
   }
 }
