@@ -352,6 +352,20 @@ describe('account dashboard', () => {
     }
   });
 
+  it("renders a text job's output full of markup as inert text", async () => {
+    const text = '</textarea><script>alert(1)</script><img src=x onerror=alert(2)>';
+    const created = await stack.api<{ id: string; status: string }>('POST', '/v1/text', {
+      token: account.apiKey,
+      body: { text, preset: 'chill' },
+    });
+    expect(created.status).toBe(200);
+    const client = await signedIn();
+    const page = await (await client.get(`/dashboard/jobs/${created.body.data!.id}`)).text();
+    expect(page).toContain('&lt;/textarea&gt;&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page).not.toContain('<script>alert');
+    expect(page).not.toContain('<img src=x');
+  });
+
   it("answers another account's job as not found", async () => {
     const other = await stack.createAccount();
     const created = await stack.api<{ id: string }>('POST', '/v1/text', {
