@@ -1,20 +1,73 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Four projects, named for what a test needs (README, "Tests and their infrastructure"):
+ * - unit: code alone, no server, no tool and no global setup; `npm run test:unit` runs it in
+ *   seconds on a fresh clone.
+ * - integration: one service or library against real NATS, MongoDB-wire and S3 servers, and the
+ *   adapters that drive real ffmpeg, sharp, pdf.js and worker pools (tools the setup installs).
+ * - e2e: the whole system as its users meet it (HTTP API, SDK and CLI, Chromium, load and faults).
+ * - cluster: the Helm chart, images and a real Kubernetes control plane and node.
+ * The three that need servers share one set, started once per run (test/setup/global-infra.ts).
+ * `npm test` runs all four.
+ */
+const WITH_SERVERS = ['test/setup/global-infra.ts'];
+/** Adapters meet the outside world (ffmpeg, sharp, pdf.js, worker threads): not unit tests. */
+const ADAPTER_TESTS = 'services/*/src/adapters/**/*.test.ts';
+
 export default defineConfig({
   test: {
-    include: [
-      'proto/**/*.test.ts',
-      'client/**/*.test.ts',
-      'services/**/*.test.ts',
-      'scripts/**/*.test.ts',
-      'test/**/*.test.ts',
-    ],
-    // Real NATS, MongoDB-wire and S3 servers, started once per run (see test/setup).
-    globalSetup: ['test/setup/global-infra.ts'],
     // Native modules (sharp, libvips) are not safe to load in worker threads; forks isolate them.
     pool: 'forks',
     reporters: ['default', './test/setup/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 300_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          // No native module is loaded here (adapters are excluded): threads start faster than forks.
+          pool: 'threads',
+          include: [
+            'proto/**/*.test.ts',
+            'services/*/src/**/*.test.ts',
+            'services/*/examples/**/*.test.ts',
+            'client/test/unit/**/*.test.ts',
+          ],
+          exclude: [ADAPTER_TESTS, '**/node_modules/**'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['services/*/test/**/*.test.ts', ADAPTER_TESTS, 'scripts/**/*.test.ts'],
+          globalSetup: WITH_SERVERS,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: [
+            'test/e2e/**/*.test.ts',
+            'test/browser/**/*.test.ts',
+            'test/stack/**/*.test.ts',
+            'test/load/**/*.test.ts',
+            'client/test/*.test.ts',
+          ],
+          globalSetup: WITH_SERVERS,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: ['test/deploy/**/*.test.ts', 'test/kubernetes/**/*.test.ts'],
+          globalSetup: WITH_SERVERS,
+        },
+      },
+    ],
   },
 });

@@ -1,4 +1,4 @@
-// Entry point of `npm start`, `npm test`, `npm run tools`, `npm run admin`, `npm run images` and
+// Entry point of `npm start`, `npm test`, `npm run test:unit`, `npm run tools`, `npm run admin`, `npm run images` and
 // `npm run cluster`.
 // Plain JavaScript on purpose: it runs on a fresh clone before any dependency is installed.
 import { spawn, spawnSync } from 'node:child_process';
@@ -30,10 +30,13 @@ if (command === 'test') {
   run(process.execPath, [bin('typescript', 'bin/tsc'), '--noEmit', '-p', 'tsconfig.json']);
   run(process.execPath, [bin('@biomejs/biome', 'bin/biome'), 'check', '.']);
   forward(process.execPath, [bin('vitest', 'vitest.mjs'), 'run', ...rest]);
+} else if (command === 'test:unit') {
+  // The unit project alone: no server is built or started, so it runs in seconds.
+  forward(process.execPath, [bin('vitest', 'vitest.mjs'), 'run', '--project', 'unit', ...rest]);
 } else if (command in tsEntry) {
   forward(process.execPath, ['--import', 'tsx', ...tsEntry[command], ...rest]);
 } else {
-  console.error(`unknown command ${command}; use start, test, tools, admin, images or cluster`);
+  console.error(`unknown command ${command}; use start, test, test:unit, tools, admin, images or cluster`);
   process.exit(2);
 }
 

@@ -6,18 +6,46 @@ import { launchInfrastructure, type RunningInfrastructure } from '../../scripts/
 import { provisionTools } from '../../scripts/infra/provision';
 import { chooseInfrastructureMode, startContainers } from './containers';
 
+interface SharedInfrastructure {
+  endpoints: import('../../scripts/infra/launcher').InfrastructureEndpoints;
+  toolsProvisioned: boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * Every project that needs servers lists this setup; vitest loads it once per project, so the
+ * servers are kept on globalThis (one process runs every global setup) and shared: started by
+ * the first project, stopped after the last one's teardown.
+ */
+const SHARED = Symbol.for('tamp.test.infrastructure');
+type Shared = { started: Promise<SharedInfrastructure>; users: number };
+
 /**
  * Starts NATS, a MongoDB-wire server and S3 once per test run and hands their endpoints to every
  * test file (`inject('infrastructure')`). Local processes by default; testcontainers where a
  * Docker engine is reachable or TEST_INFRA=containers.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const holder = globalThis as { [SHARED]?: Shared };
+  holder[SHARED] ??= { started: startInfrastructure(), users: 0 };
+  const shared = holder[SHARED];
+  shared.users += 1;
+  const { endpoints, toolsProvisioned, stop } = await shared.started;
+  project.provide('infrastructure', endpoints);
+  project.provide('toolsProvisioned', toolsProvisioned);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    delete holder[SHARED];
+    await stop();
+  };
+}
+
+async function startInfrastructure(): Promise<SharedInfrastructure> {
   const mode = await chooseInfrastructureMode();
   if (mode === 'containers') {
     const containers = await startContainers();
-    project.provide('infrastructure', containers.endpoints);
-    project.provide('toolsProvisioned', false);
-    return containers.stop;
+    return { endpoints: containers.endpoints, toolsProvisioned: false, stop: containers.stop };
   }
   await provisionTools('test');
   const dataDir = await mkdtemp(join(tmpdir(), 'tamp-test-'));
@@ -28,15 +56,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   }
-  project.provide('infrastructure', {
-    natsUrl: infrastructure.natsUrl,
-    mongoUrl: infrastructure.mongoUrl,
-    s3: infrastructure.s3,
-  });
-  project.provide('toolsProvisioned', true);
-  return async () => {
-    await infrastructure.stop();
-    await rm(dataDir, { recursive: true, force: true });
+  return {
+    endpoints: {
+      natsUrl: infrastructure.natsUrl,
+      mongoUrl: infrastructure.mongoUrl,
+      s3: infrastructure.s3,
+    },
+    toolsProvisioned: true,
+    async stop() {
+      await infrastructure.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -3,8 +3,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { connectNats, type NatsConnection } from './nats';
-import { EndpointGroup, Rpc } from './rpc';
+import { connectNats, type NatsConnection } from '../src/nats';
+import { EndpointGroup, Rpc } from '../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });

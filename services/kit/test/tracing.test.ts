@@ -6,9 +6,9 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { createLogger } from './logger';
-import { connectNats, type NatsConnection } from './nats';
-import { Rpc } from './rpc';
+import { createLogger } from '../src/logger';
+import { connectNats, type NatsConnection } from '../src/nats';
+import { Rpc } from '../src/rpc';
 import {
   contextToStore,
   inConsumerSpan,
@@ -18,7 +18,7 @@ import {
   recordFinishedSpan,
   storedContext,
   withTraceContextWithheld,
-} from './tracing';
+} from '../src/tracing';
 
 /**
  * Spans of the kit's helpers and of Rpc over a real NATS server, recorded by the SDK's own

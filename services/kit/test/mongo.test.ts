@@ -6,7 +6,7 @@ import {
   type IndexSpecification,
   type MongoClient,
   provisionIndexes,
-} from './mongo';
+} from '../src/mongo';
 
 const infrastructure = isolatedInfrastructure();
 let client: MongoClient;

@@ -4,8 +4,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { connectNats, type NatsConnection, provisionTopology } from './nats';
-import { consumeStream, type StreamVerdict } from './stream-consumer';
+import { connectNats, type NatsConnection, provisionTopology } from '../src/nats';
+import { consumeStream, type StreamVerdict } from '../src/stream-consumer';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);

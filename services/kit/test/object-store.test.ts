@@ -2,8 +2,8 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { STORAGE_LIFECYCLE_RULES } from '@tamp/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { MissingObjectError, ObjectStore } from './object-store';
-import { isTransientError } from './transient-errors';
+import { MissingObjectError, ObjectStore } from '../src/object-store';
+import { isTransientError } from '../src/transient-errors';
 
 const infrastructure = isolatedInfrastructure();
 const store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });

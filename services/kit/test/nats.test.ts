@@ -3,7 +3,7 @@ import { createTopology } from '@tamp/proto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { connectNats, type NatsConnection, provisionTopology } from './nats';
+import { connectNats, type NatsConnection, provisionTopology } from '../src/nats';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);
