@@ -36,7 +36,9 @@ if (command === 'test') {
 } else if (command in tsEntry) {
   forward(process.execPath, ['--import', 'tsx', ...tsEntry[command], ...rest]);
 } else {
-  console.error(`unknown command ${command}; use start, test, test:unit, tools, admin, images or cluster`);
+  console.error(
+    `unknown command ${command}; use start, test, test:unit, tools, admin, images or cluster`,
+  );
   process.exit(2);
 }
 

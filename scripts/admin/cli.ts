@@ -14,6 +14,7 @@ const USAGE = `usage: npm run --silent admin -- <command>
   account show <accountId> [--json]
   account rotate-webhook-secret <accountId> [--grace-period-seconds N] [--json]
   account sign-in-link <accountId> [--json]
+  account revoke-sessions <accountId> [--json]
   credits add <accountId> <N> [--json]
   key create <accountId> [--json]
   key revoke <keyId> [--json]
@@ -198,6 +199,14 @@ function adminProgram(print: (output: Output) => void): Command {
       json: { url, expiresAt: data.expiresAt },
       text: `${url}\n(one-time sign-in link, valid until ${data.expiresAt})`,
     };
+  });
+
+  onId(account, 'revoke-sessions', 'accountId', async (accountId) => {
+    const data = await callAdminApi<{ revoked: number }>(
+      'POST',
+      `/accounts/${enc(accountId)}/sessions/revoke`,
+    );
+    return { json: data, text: `${data.revoked} dashboard sessions ended` };
   });
 
   leaf(program.command('credits'), 'add')

@@ -838,4 +838,14 @@ describe('account dashboard in Chromium', () => {
     // The session is over in billing, not only forgotten by this browser.
     expect(await replayed(session!)).toBe('/dashboard/sign-in');
   });
+
+  it('signs every browser out with "Sign out everywhere"', async () => {
+    const [here, elsewhere] = [await signedInView(), await signedInView()];
+    await navigate(here, 'API keys', '/dashboard/keys');
+    await submit(here, here.page.getByRole('button', { name: 'Sign out everywhere' }), 303);
+    await here.page.waitForURL(onPath('/dashboard/sign-in'));
+    await elsewhere.page.goto('/dashboard');
+    expect(new URL(elsewhere.page.url()).pathname).toBe('/dashboard/sign-in');
+    await inspect(here);
+  });
 });

@@ -201,6 +201,18 @@ describe('account dashboard', () => {
     expect((await second.get('/dashboard')).status).toBe(303);
   });
 
+  it('lets an operator end every dashboard session of an account', async () => {
+    const client = await signedIn();
+    expect((await client.get('/dashboard')).status).toBe(200);
+    const revoked = await stack.admin<{ revoked: number }>(
+      'POST',
+      `/admin/accounts/${account.accountId}/sessions/revoke`,
+    );
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data!.revoked).toBeGreaterThanOrEqual(1);
+    expect((await client.get('/dashboard')).status).toBe(303);
+  });
+
   it('saves a default webhook URL only when deliveries may reach it', async () => {
     const client = await signedIn();
     const token = await client.csrfToken('/dashboard/webhooks');

@@ -135,6 +135,11 @@ export const adminRoutes: FastifyPluginAsyncZod<{
     },
   );
 
+  // Signs the account out of the dashboard everywhere (a leaked session, an offboarded person).
+  app.post('/accounts/:id/sessions/revoke', { schema: { params: idParams } }, async (request) =>
+    ok(await rpc.call(billingEndpoints.revokeSessions, { accountId: request.params.id })),
+  );
+
   app.post('/accounts/:id/keys', { schema: { params: idParams } }, async (request, reply) =>
     reply
       .status(201)

@@ -36,7 +36,15 @@ ${
 <h2 id="revoked-keys">Revoked keys</h2>
 ${keyTable(revoked, view.csrfToken, false)}
 </section>`
-}`,
+}
+<section aria-labelledby="sessions">
+<h2 id="sessions">Dashboard sessions</h2>
+<p>Signs every browser out of this dashboard, this one included. API keys keep working.</p>
+<form method="post" action="${DASHBOARD_PATH}/sessions/revoke">
+${csrfField(view.csrfToken)}
+<button type="submit">Sign out everywhere</button>
+</form>
+</section>`,
   );
 }
 
