@@ -15,7 +15,6 @@ export const errorEnvelope = z.object({
     details: z.unknown().optional(),
   }),
 });
-export type ErrorEnvelope = z.infer<typeof errorEnvelope>;
 
 /** Upload (response of POST /v1/upload). */
 export const publicUpload = z.object({

@@ -66,11 +66,6 @@ export const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
     'A dependency is down or the system is saturated; retry after Retry-After. From a job creation: `details.jobId` and `details.outcome` say whether the job exists (`not-created`, or `unknown` until GET /v1/jobs/{jobId} tells); without them nothing was created',
 };
 
-export interface ErrorIssue {
-  path: string;
-  message: string;
-}
-
 /**
  * A failure that maps onto the public error envelope. Services throw it (or send its JSON over
  * NATS); the gateway renders it.

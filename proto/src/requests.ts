@@ -47,7 +47,6 @@ export const uploadRequestBody = z.strictObject({
       'Declared size in bytes; checked against the plan limit, and the PUT to uploadUrl must send exactly this many',
     ),
 });
-export type UploadRequestBody = z.input<typeof uploadRequestBody>;
 
 const webhookUrl = httpUrl.describe(
   'Absolute http(s) URL that receives job.completed / job.failed for this job',

@@ -210,8 +210,6 @@ export function describeOperations(
 }
 
 type EncodeOf<Operation> = Extract<Operation, { type: 'encode' }>;
-type FormatOf<Operation> =
-  EncodeOf<Operation> extends { params: { format: infer Format } } ? Format & string : never;
 
 /** A pipeline whose chain always ends with one encode (audio, image), and that encode's rules. */
 export interface EncodedPipelineDefinition<

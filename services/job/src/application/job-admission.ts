@@ -2,9 +2,11 @@ import type { Logger, Rpc } from '@tamp/kit';
 import {
   billingEndpoints,
   type ConsumedUpload,
+  type CreationRoute,
   creationNotCreated,
   creationOutcomeUnknown,
   creditCost,
+  imageInputFitsInline,
   LIMITS,
   mintedAt,
   type PublicJob,
@@ -16,7 +18,6 @@ import type { IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
-import { imageInputFitsInline, type Route } from '../domain/inline';
 import {
   inputBytesOf,
   type JobDocument,
@@ -91,7 +92,7 @@ export class JobAdmission {
   /** Consumes the upload if any, reserves credits, then runs inline or queues. */
   async admit(
     request: CreateJobRequest,
-    route: Route,
+    route: CreationRoute,
     deadline: number,
     known: { upload?: ConsumedUpload | undefined; claimId?: string } = {},
   ): Promise<CreateJobAnswer> {

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ConsumedUpload, ServiceError } from '@tamp/proto';
+import { type ConsumedUpload, imageInputFitsInline, ServiceError } from '@tamp/proto';
 import type { AdmissionRepository } from '../adapters/admission-repository';
 import { claimIdOf, type IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
-import { imageInputFitsInline, routeOf } from '../domain/inline';
+import { routeOf } from '../domain/inline';
 import { isAbandonedCreation } from '../domain/job';
 import type { CreateJobRequest } from '../domain/requests';
 import type { CreateJobAnswer, JobAdmission } from './job-admission';

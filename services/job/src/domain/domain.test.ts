@@ -1,8 +1,8 @@
-import { MB, newId } from '@tamp/proto';
+import { imageInputFitsInline, MB, newId } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs } from './backoff';
 import { decodeCursor, encodeCursor } from './cursor';
-import { imageInputFitsInline, routeOf } from './inline';
+import { routeOf } from './inline';
 import type { JobDocument } from './job';
 import { outputToResolve, publicJobOf, publicJobSummaryOf } from './representation';
 import type { CreateJobRequest } from './requests';

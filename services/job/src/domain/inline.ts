@@ -1,11 +1,8 @@
-import { type CreationRoute, creationRoute, imageInputFitsInline } from '@tamp/proto';
+import { type CreationRoute, creationRoute } from '@tamp/proto';
 import type { CreateJobRequest } from './requests';
 
 /** proto's creationRoute (shared with the client, which retries only deduplicated creations). */
-export type Route = CreationRoute;
-export { imageInputFitsInline };
-
-export function routeOf(request: CreateJobRequest): Route {
+export function routeOf(request: CreateJobRequest): CreationRoute {
   const encode = request.operations.findLast((operation) => operation.type === 'encode');
   return creationRoute({
     pipeline: request.pipeline,

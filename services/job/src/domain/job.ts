@@ -119,8 +119,3 @@ export function inputBytesOf(input: JobInput): number {
       return Buffer.byteLength(input.text, 'utf8');
   }
 }
-
-/** Jobs created from inline `text` answer `outputText`, even when they were queued. */
-export function isFromInlineText(input: JobInput): boolean {
-  return input.kind === 'text' || input.kind === 'stored-text';
-}
