@@ -169,7 +169,16 @@ export const billingEndpoints = {
     z.object({ accountId: z.string() }),
     z.object({ keyId: z.string(), apiKey: z.string() }),
   ),
-  revokeKey: endpoint('billing', 'revoke-key', z.object({ keyId: z.string() }), keyView),
+  /**
+   * Idempotent. With `accountId` (the dashboard), a key of another account is NOT_FOUND and left
+   * alone; without it (operators), any key.
+   */
+  revokeKey: endpoint(
+    'billing',
+    'revoke-key',
+    z.object({ keyId: z.string(), accountId: z.string().optional() }),
+    keyView,
+  ),
   listKeys: endpoint(
     'billing',
     'list-keys',

@@ -40,15 +40,19 @@ export class KeyStore {
     return key;
   }
 
-  /** Idempotent: revoking twice keeps the first revocation time. */
-  async revoke(keyId: string): Promise<ApiKeyDocument> {
+  /**
+   * Idempotent: revoking twice keeps the first revocation time. With `accountId`, only a key of
+   * that account: another's is NOT_FOUND, untouched.
+   */
+  async revoke(keyId: string, accountId?: string): Promise<ApiKeyDocument> {
+    const owned = accountId === undefined ? {} : { accountId };
     if (isId('apiKey', keyId)) {
       await this.keys.updateOne(
-        { _id: keyId, revokedAt: null },
+        { _id: keyId, revokedAt: null, ...owned },
         { $set: { revokedAt: this.now() } },
       );
     }
-    const key = isId('apiKey', keyId) ? await this.keys.findOne({ _id: keyId }) : null;
+    const key = isId('apiKey', keyId) ? await this.keys.findOne({ _id: keyId, ...owned }) : null;
     if (key === null) throw new ServiceError('NOT_FOUND', `API key ${keyId} not found`);
     return key;
   }

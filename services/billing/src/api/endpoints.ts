@@ -34,7 +34,7 @@ export function serveBillingEndpoints(
       credits.grant(accountId, amount),
     )
     .serve(billingEndpoints.createKey, ({ accountId }) => keys.create(accountId))
-    .serve(billingEndpoints.revokeKey, ({ keyId }) => keys.revoke(keyId))
+    .serve(billingEndpoints.revokeKey, ({ keyId, accountId }) => keys.revoke(keyId, accountId))
     .serve(billingEndpoints.listKeys, ({ accountId }) => keys.list(accountId))
     .serve(billingEndpoints.createSignInLink, ({ accountId }) =>
       sessions.createSignInLink(accountId),

@@ -40,8 +40,8 @@ export class ApiKeys {
     return this.keys.create(accountId);
   }
 
-  async revoke(keyId: string) {
-    return keyView(await this.keys.revoke(keyId));
+  async revoke(keyId: string, accountId?: string) {
+    return keyView(await this.keys.revoke(keyId, accountId));
   }
 
   async list(accountId: string) {

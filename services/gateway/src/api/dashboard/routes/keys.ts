@@ -1,4 +1,4 @@
-import { billingEndpoints, ServiceError } from '@tamp/proto';
+import { billingEndpoints } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
@@ -33,11 +33,8 @@ export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, {
     { schema: { params: z.object({ keyId: z.string().max(200) }) } },
     async (request, reply) => {
       const { accountId } = request.dashboardSession;
-      // revoke-key takes any key id: only one of this account's keys may be named here.
-      const { keys } = await rpc.call(billingEndpoints.listKeys, { accountId });
-      const key = keys.find((candidate) => candidate.keyId === request.params.keyId);
-      if (key === undefined) throw new ServiceError('NOT_FOUND', 'No such key in this account');
-      await rpc.call(billingEndpoints.revokeKey, { keyId: key.keyId });
+      // Scoped to the session's account: another account's key is NOT_FOUND, untouched.
+      await rpc.call(billingEndpoints.revokeKey, { keyId: request.params.keyId, accountId });
       return reply.redirect(`${DASHBOARD_PATH}/keys?done=key-revoked`, 303);
     },
   );
