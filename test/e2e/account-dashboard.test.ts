@@ -95,6 +95,9 @@ describe('account dashboard', () => {
     const csp = home.headers.get('content-security-policy') ?? '';
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
+    expect(home.headers.get('cache-control')).toBe('no-store');
+    const stylesheet = await visitor.get('/dashboard/assets/dashboard.css');
+    expect(stylesheet.headers.get('cache-control')).toBe('public, max-age=3600');
     expect(await home.text()).toContain('Credits left');
   });
 

@@ -75,8 +75,9 @@ export const dashboardPlugin: FastifyPluginAsyncZod<RouteDependencies> = async (
     // origin check (session.ts) must refuse. Other sites still get no Referer.
     reply.header('referrer-policy', 'same-origin');
     reply.header('x-frame-options', 'DENY');
-    // Pages show keys and secrets: never kept by a cache or the back button's snapshot.
-    reply.header('cache-control', 'no-store');
+    // Pages show keys and secrets: never kept by a cache or the back button's snapshot. The
+    // stylesheet, script and icon say otherwise themselves.
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   });
   app.setErrorHandler(answerWithPage);
   app.setNotFoundHandler((_request, reply) =>
@@ -86,7 +87,8 @@ export const dashboardPlugin: FastifyPluginAsyncZod<RouteDependencies> = async (
   app.get('/assets/:name', async (request, reply) => {
     const asset = ASSETS[(request.params as { name: string }).name as keyof typeof ASSETS];
     if (asset === undefined) return reply.callNotFound();
-    return reply.type(asset.type).send(asset.body);
+    // Unversioned names: cached for an hour, so a deployment's new files arrive within one.
+    return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
   });
   await app.register(signInRoutes, deps);
   await app.register(async (signedIn) => {
