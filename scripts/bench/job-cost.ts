@@ -281,6 +281,10 @@ function costRow(
       .map(per)
       .join('/'),
     'nats in/out/job': `${per(messages.natsIn)}/${per(messages.natsOut)}`,
+    'mongo cmds/job by command': Object.entries(messages.mongoByCommand)
+      .sort(([, a], [, b]) => b - a)
+      .map(([command, count]) => `${command} ${per(count)}`)
+      .join(', '),
     'top processes (CPU ms/job)': cost.cpu
       .slice(0, TOP_PROCESSES)
       .map(([name, seconds]) => `${name} ${figure((seconds * 1000) / units)}`)

@@ -22,6 +22,8 @@ type Servers = RunningInfrastructure['servers'];
 export interface MessageCounts {
   /** Every command FerretDB answered (`ferretdb_client_requests_total`, all commands). */
   mongoCommands: number;
+  /** The same, by command name (`find`, `update`, `insert`, …). */
+  mongoByCommand: Record<string, number>;
   /** Messages NATS received from clients and delivered to them (`in_msgs`, `out_msgs`). */
   natsIn: number;
   natsOut: number;
@@ -38,16 +40,23 @@ export interface TableActivity {
 }
 
 export async function readMessageCounts(servers: Servers): Promise<MessageCounts> {
-  const [mongoCommands, nats] = await Promise.all([
+  const [mongoByCommand, nats] = await Promise.all([
     ferretdbCommands(server(servers, 'ferretdb')),
     natsMessages(server(servers, 'nats')),
   ]);
-  return { mongoCommands, natsIn: nats.in_msgs, natsOut: nats.out_msgs };
+  const mongoCommands = Object.values(mongoByCommand).reduce((sum, count) => sum + count, 0);
+  return { mongoCommands, mongoByCommand, natsIn: nats.in_msgs, natsOut: nats.out_msgs };
 }
 
 export function messagesBetween(before: MessageCounts, after: MessageCounts): MessageCounts {
+  const mongoByCommand: Record<string, number> = {};
+  for (const [command, count] of Object.entries(after.mongoByCommand)) {
+    const done = count - (before.mongoByCommand[command] ?? 0);
+    if (done > 0) mongoByCommand[command] = done;
+  }
   return {
     mongoCommands: after.mongoCommands - before.mongoCommands,
+    mongoByCommand,
     natsIn: after.natsIn - before.natsIn,
     natsOut: after.natsOut - before.natsOut,
   };
@@ -129,21 +138,24 @@ function server(servers: Servers, name: keyof Servers): ServerProcess {
   return found;
 }
 
-async function ferretdbCommands(ferretdb: ServerProcess): Promise<number> {
+/** Commands FerretDB answered, by command name. */
+async function ferretdbCommands(ferretdb: ServerProcess): Promise<Record<string, number>> {
   if (ferretdb.metricsUrl === undefined) throw new Error('FerretDB serves no metrics');
   const response = await fetch(ferretdb.metricsUrl, { signal: AbortSignal.timeout(10_000) });
   if (response.status !== 200) throw new Error(`FerretDB metrics: ${response.status}`);
-  return sumOfMetric(await response.text(), 'ferretdb_client_requests_total');
+  return sumOfMetricBy(await response.text(), 'ferretdb_client_requests_total', 'command');
 }
 
-/** The sum over every label set of one metric in Prometheus' text format. */
-function sumOfMetric(exposition: string, metric: string): number {
-  let sum = 0;
+/** One metric in Prometheus' text format, summed per value of `label` over the other labels. */
+function sumOfMetricBy(exposition: string, metric: string, label: string): Record<string, number> {
+  const sums: Record<string, number> = {};
+  const labelValue = new RegExp(`[{,]${label}="([^"]*)"`);
   for (const line of exposition.split('\n')) {
     if (!line.startsWith(`${metric}{`) && !line.startsWith(`${metric} `)) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    const key = labelValue.exec(line)?.[1] ?? '';
+    sums[key] = (sums[key] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
   }
-  return sum;
+  return sums;
 }
 
 async function natsMessages(nats: ServerProcess): Promise<{ in_msgs: number; out_msgs: number }> {
