@@ -436,7 +436,7 @@ function ledgerEntries(job: JobDocument): LedgerEntry[] {
   ];
 }
 
-/** The usage record billing keeps of a completed job (UsageStore.recordCompleted). */
+/** The usage record billing keeps of a completed job (UsageRecording.record). */
 function usageOf(job: JobDocument): UsageDocument | null {
   if (job.status !== 'completed' || job.usage === null || job.completedAt === null) return null;
   return {

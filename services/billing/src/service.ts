@@ -1,15 +1,17 @@
 import { type CreditMetrics, type Db, type Logger, type NatsConnection, Rpc } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
-import { AccountStore } from './adapters/account-store';
-import { CreditBook } from './adapters/credit-book';
-import { KeyStore } from './adapters/key-store';
+import { AccountRepository } from './adapters/account-repository';
+import { ApiKeyRepository } from './adapters/api-key-repository';
+import { LedgerRepository } from './adapters/ledger-repository';
 import { SessionRepository } from './adapters/session-repository';
 import { SignInLinkRepository } from './adapters/sign-in-link-repository';
-import { UsageStore } from './adapters/usage-store';
+import { UsageRepository } from './adapters/usage-repository';
 import { serveBillingEndpoints } from './api/endpoints';
 import { consumeJobEvents } from './api/job-events';
+import { AccountPeriods } from './application/account-periods';
 import { Accounts } from './application/accounts';
 import { ApiKeys } from './application/api-keys';
+import { CreditPostings } from './application/credit-postings';
 import { Credits } from './application/credits';
 import { DashboardSessions } from './application/dashboard-sessions';
 import { KeyUseRecorder } from './application/key-use';
@@ -38,32 +40,61 @@ export interface BillingDependencies {
   metrics?: CreditMetrics;
 }
 
+/**
+ * The credits application with its repositories over `db`, as one billing replica runs it (its
+ * postings keep their own last known account states); tests compose a second replica with it.
+ */
+export function composeCredits(
+  db: Db,
+  options: {
+    plans: PlanCatalog;
+    now: () => Date;
+    logger: Logger;
+    metrics?: CreditMetrics | undefined;
+  },
+): { credits: Credits; postings: CreditPostings } {
+  const { plans, now, logger } = options;
+  const accounts = new AccountRepository(db);
+  const ledger = new LedgerRepository(db);
+  const periods = new AccountPeriods(accounts, ledger, plans, now);
+  const postings = new CreditPostings(accounts, ledger, periods, now, logger);
+  return {
+    credits: new Credits(postings, accounts, ledger, periods, now, options.metrics),
+    postings,
+  };
+}
+
 /** Serves every billing endpoint and consumes job events; `stop` drains both. */
 export async function startBillingService(
   dependencies: BillingDependencies,
 ): Promise<{ stop(): Promise<void> }> {
   const { db, plans, logger } = dependencies;
   const now = dependencies.now ?? (() => new Date());
-  const accountStore = new AccountStore(db, plans, now);
-  const keyStore = new KeyStore(db, now);
-  const usageStore = new UsageStore(db);
+  const accountRepository = new AccountRepository(db);
+  const apiKeyRepository = new ApiKeyRepository(db);
+  const usage = new UsageRepository(db);
+  const keyUse = new KeyUseRecorder(apiKeyRepository, now, logger);
+  const keys = new ApiKeys(apiKeyRepository, accountRepository, plans, keyUse, now);
   const accounts = new Accounts(
-    accountStore,
-    keyStore,
-    usageStore,
+    accountRepository,
+    keys,
+    usage,
     plans,
     new SecretSealer(dependencies.secretsEncryptionKey ?? null),
     dependencies.webhookSecretGraceMs ?? DEFAULT_WEBHOOK_SECRET_GRACE_MS,
     now,
     logger,
   );
-  const keyUse = new KeyUseRecorder(keyStore, now, logger);
-  const keys = new ApiKeys(keyStore, accountStore, plans, keyUse);
-  const credits = new Credits(new CreditBook(accountStore, now), dependencies.metrics);
+  const { credits, postings } = composeCredits(db, {
+    plans,
+    now,
+    logger,
+    metrics: dependencies.metrics,
+  });
   const sessions = new DashboardSessions(
     new SignInLinkRepository(db),
     new SessionRepository(db),
-    accountStore,
+    accountRepository,
     keys,
     {
       sessionTtlMs: dependencies.dashboardSessionTtlMs,
@@ -72,7 +103,7 @@ export async function startBillingService(
     now,
     logger,
   );
-  const usageReports = new UsageReports(accountStore, usageStore, now);
+  const usageReports = new UsageReports(accountRepository, usage, now);
 
   const rpc = new Rpc(dependencies.nats, dependencies.topology, logger);
   const endpoints = await serveBillingEndpoints(rpc, {
@@ -86,13 +117,14 @@ export async function startBillingService(
     nats: dependencies.nats,
     topology: dependencies.topology,
     logger,
-    usage: new UsageRecording(usageStore),
+    usage: new UsageRecording(usage),
   });
   return {
     async stop() {
       await endpoints.stop();
       await events.stop();
       await keyUse.settle();
+      await postings.settle();
     },
   };
 }

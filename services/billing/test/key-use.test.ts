@@ -2,7 +2,7 @@ import { newId } from '@tamp/proto';
 import { MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KeyStore } from '../src/adapters/key-store';
+import { ApiKeyRepository } from '../src/adapters/api-key-repository';
 import { KeyUseRecorder } from '../src/application/key-use';
 
 // Nothing listens on port 1: every write fails once server selection gives up.
@@ -21,15 +21,14 @@ describe('recording the last use of API keys', () => {
     );
     const now = new Date('2025-01-15T12:00:30Z');
     const recorder = new KeyUseRecorder(
-      new KeyStore(unreachable.db('tamp'), () => now),
+      new ApiKeyRepository(unreachable.db('tamp')),
       () => now,
       logger,
     );
     const keyId = newId('apiKey');
 
-    const started = Date.now();
+    // Returns at once (no promise to wait for), the write still under way.
     expect(recorder.record(keyId)).toBeUndefined();
-    expect(Date.now() - started).toBeLessThan(100);
     expect(warnings).toEqual([]);
 
     await recorder.settle();

@@ -1,116 +1,139 @@
-import { insertIfAbsent } from '@tamp/kit';
-import { isId, type Plan, ServiceError } from '@tamp/proto';
-import type { Collection, Db } from 'mongodb';
-import { billingPeriodAt } from '../domain/billing-period';
-import type { PlanCatalog } from '../domain/plans';
+import { KeyedRepository } from '@tamp/kit';
+import { isId, ServiceError } from '@tamp/proto';
+import type { Db, Filter, UpdateFilter } from 'mongodb';
+import type { CreditMovement } from '../domain/credit-movement';
 import { secretInGrace } from '../domain/webhook-secret';
-import { type AccountDocument, COLLECTIONS, type LedgerEntry } from './documents';
+import { type AccountDocument, COLLECTIONS, type PostingMarker } from './documents';
 
-/** Accounts, and the period rollover of their credit allowance. */
-export class AccountStore {
-  readonly accounts: Collection<AccountDocument>;
-  readonly ledger: Collection<LedgerEntry>;
+/**
+ * One posting's guarded update of the account (application/credit-postings.ts decides what is
+ * guarded): the balances move and the marker is set only if the account is still as the
+ * decision assumed.
+ */
+export interface AccountPosting {
+  accountId: string;
+  /** `<kind>_<id>`: the marker that says this posting is applied. */
+  markerKey: string;
+  movement: CreditMovement;
+  periodStart: Date;
+  /** The anchor the period was computed with: a changed anchor may move the period. */
+  billingCycleAnchor: Date | null;
+  /** Exactly this allowance (a posting that empties it and takes the rest from granted). */
+  allowanceExactly?: number;
+  /** Exactly this version: nothing else changed since the account was read. */
+  version?: number;
+  /** A reservation: refused when this job's reservation was released. */
+  reservedJobId?: string;
+  /** Markers of earlier postings to remove in the same update (their ledger says applied). */
+  removeMarkers: readonly string[];
+}
 
-  constructor(
-    db: Db,
-    private readonly plans: PlanCatalog,
-    private readonly now: () => Date,
-  ) {
-    this.accounts = db.collection<AccountDocument>(COLLECTIONS.accounts);
-    this.ledger = db.collection<LedgerEntry>(COLLECTIONS.ledger);
+/** Every update of an account bumps `version`, so a read can serve as an optimistic guard. */
+const BUMP_VERSION = { version: 1 } as const;
+
+/** The `accounts` collection: balances, plan, webhook settings and posting markers. */
+export class AccountRepository extends KeyedRepository<AccountDocument> {
+  constructor(db: Db) {
+    super(db, COLLECTIONS.accounts);
   }
 
-  async create(account: {
-    accountId: string;
-    plan: Plan;
-    webhookUrl: string | null;
-    sealedWebhookSecret: string;
-    /** Credits available in the current period instead of the plan's allowance. */
-    credits: number | undefined;
-    billingCycleAnchor: Date | null;
-  }): Promise<AccountDocument> {
-    const now = this.now();
-    const document: AccountDocument = {
-      _id: account.accountId,
-      plan: account.plan,
-      webhookUrl: account.webhookUrl,
-      webhookSecret: account.sealedWebhookSecret,
-      previousWebhookSecret: null,
-      billingCycleAnchor: account.billingCycleAnchor,
-      createdAt: now,
-      periodStart: billingPeriodAt(now, account.billingCycleAnchor).start,
-      allowanceRemaining: account.credits ?? this.plans[account.plan].creditsPerPeriod,
-      grantedRemaining: 0,
-      version: 0,
-      postings: {},
-    };
-    await this.accounts.insertOne(document);
-    return document;
+  async insert(account: AccountDocument): Promise<void> {
+    await this.collection.insertOne(account);
   }
 
-  async find(accountId: string): Promise<AccountDocument> {
-    const account = isId('account', accountId)
-      ? await this.accounts.findOne({ _id: accountId })
-      : null;
+  /** The account; NOT_FOUND for unknown and malformed ids. */
+  async get(accountId: string): Promise<AccountDocument> {
+    const account = isId('account', accountId) ? await this.find(accountId) : null;
     if (account === null) throw new ServiceError('NOT_FOUND', `Account ${accountId} not found`);
     return account;
   }
 
-  /**
-   * The account with its balances rolled over into the period containing now. The rollover is
-   * one guarded update (`periodStart: <the one we read>`), so concurrent callers reset the
-   * allowance once; granted credits are untouched. Its ledger entry has a deterministic id and
-   * is written first, so a crash between the two leaves only a harmless duplicate-to-be.
-   */
-  async current(accountId: string): Promise<AccountDocument> {
-    for (;;) {
-      const account = await this.find(accountId);
-      const period = billingPeriodAt(this.now(), account.billingCycleAnchor);
-      if (period.start.getTime() <= account.periodStart.getTime()) return account;
-      const allowance = this.plans[account.plan].creditsPerPeriod;
-      await insertIfAbsent(this.ledger, {
-        _id: `period:${accountId}:${period.start.toISOString()}`,
-        kind: 'period',
-        accountId,
-        jobId: null,
-        credits: allowance,
-        state: 'applied',
-        allowance: null,
-        granted: null,
-        periodStart: period.start,
-        createdAt: this.now(),
-        appliedAt: this.now(),
-      });
-      await this.accounts.updateOne(
-        { _id: accountId, periodStart: account.periodStart },
-        {
-          $set: { periodStart: period.start, allowanceRemaining: allowance },
-          $inc: { version: 1 },
-        },
-      );
-    }
+  async update(
+    accountId: string,
+    changes: Partial<Pick<AccountDocument, 'plan' | 'webhookUrl' | 'billingCycleAnchor'>>,
+  ): Promise<void> {
+    if (Object.keys(changes).length === 0) return;
+    await this.collection.updateOne({ _id: accountId }, { $set: changes, $inc: BUMP_VERSION });
   }
 
   /**
-   * A changed `billingCycleAnchor` moves the current period at once (usage reports it); the
-   * allowance follows the usual rollover rule: it resets when the period containing now starts
-   * after the one it belongs to, and otherwise carries on until the new period ends.
+   * Applies one posting; the account after it, or null when a guard failed (the account is not
+   * as assumed, or the posting's marker is there already).
    */
-  async update(
+  async applyPosting(posting: AccountPosting): Promise<AccountDocument | null> {
+    const { movement } = posting;
+    const markerPath = `postings.${posting.markerKey}`;
+    const filter: Filter<AccountDocument> = {
+      _id: posting.accountId,
+      periodStart: posting.periodStart,
+      billingCycleAnchor: posting.billingCycleAnchor,
+      [markerPath]: { $exists: false },
+    };
+    if (posting.allowanceExactly !== undefined) {
+      filter.allowanceRemaining = posting.allowanceExactly;
+    } else if (movement.allowance < 0) {
+      filter.allowanceRemaining = { $gte: -movement.allowance };
+    }
+    if (movement.granted < 0) filter.grantedRemaining = { $gte: -movement.granted };
+    if (posting.version !== undefined) filter.version = posting.version;
+    if (posting.reservedJobId !== undefined) {
+      filter[`releasedReservations.${posting.reservedJobId}`] = { $exists: false };
+    }
+    const marker: PostingMarker = { ...movement, periodStart: posting.periodStart };
+    const update = {
+      $inc: {
+        allowanceRemaining: movement.allowance,
+        grantedRemaining: movement.granted,
+        ...BUMP_VERSION,
+      },
+      $set: { [markerPath]: marker },
+      ...(posting.removeMarkers.length > 0 && {
+        $unset: Object.fromEntries(posting.removeMarkers.map((key) => [`postings.${key}`, ''])),
+      }),
+    } as UpdateFilter<AccountDocument>;
+    return this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after' });
+  }
+
+  /** Removes markers whose postings the ledger records as applied. */
+  async removeMarkers(accountId: string, markerKeys: readonly string[]): Promise<void> {
+    if (markerKeys.length === 0) return;
+    await this.collection.updateOne({ _id: accountId }, {
+      $unset: Object.fromEntries(markerKeys.map((key) => [`postings.${key}`, ''])),
+      $inc: BUMP_VERSION,
+    } as UpdateFilter<AccountDocument>);
+  }
+
+  /**
+   * Marks the job's reservation released, unless its marker says it is applied. Both this and
+   * the reservation's update are single-document updates guarded by the other's mark: one of
+   * the two wins, never both.
+   */
+  async releaseReservation(
     accountId: string,
-    changes: { plan?: Plan; webhookUrl?: string | null; billingCycleAnchor?: Date | null },
-  ): Promise<AccountDocument> {
-    await this.find(accountId);
-    const set: Partial<AccountDocument> = {};
-    if (changes.plan !== undefined) set.plan = changes.plan;
-    if (changes.webhookUrl !== undefined) set.webhookUrl = changes.webhookUrl;
-    if (changes.billingCycleAnchor !== undefined) {
-      set.billingCycleAnchor = changes.billingCycleAnchor;
-    }
-    if (Object.keys(set).length > 0) {
-      await this.accounts.updateOne({ _id: accountId }, { $set: set, $inc: { version: 1 } });
-    }
-    return this.find(accountId);
+    jobId: string,
+    reserveMarkerKey: string,
+    at: Date,
+  ): Promise<void> {
+    await this.collection.updateOne(
+      { _id: accountId, [`postings.${reserveMarkerKey}`]: { $exists: false } },
+      {
+        $set: { [`releasedReservations.${jobId}`]: at },
+        $inc: BUMP_VERSION,
+      } as UpdateFilter<AccountDocument>,
+    );
+  }
+
+  /** Moves the account into a new period with a fresh allowance, once: guarded on the old one. */
+  async rollOver(
+    accountId: string,
+    fromPeriodStart: Date,
+    toPeriodStart: Date,
+    allowance: number,
+  ): Promise<void> {
+    await this.collection.updateOne(
+      { _id: accountId, periodStart: fromPeriodStart },
+      { $set: { periodStart: toPeriodStart, allowanceRemaining: allowance }, $inc: BUMP_VERSION },
+    );
   }
 
   /**
@@ -124,11 +147,11 @@ export class AccountStore {
     validUntil: Date,
   ): Promise<void> {
     for (;;) {
-      const account = await this.find(accountId);
+      const account = await this.get(accountId);
       const previousWebhookSecret = { secret: account.webhookSecret, validUntil };
-      const { matchedCount } = await this.accounts.updateOne(
+      const { matchedCount } = await this.collection.updateOne(
         { _id: accountId, webhookSecret: account.webhookSecret },
-        { $set: { webhookSecret: sealedSecret, previousWebhookSecret }, $inc: { version: 1 } },
+        { $set: { webhookSecret: sealedSecret, previousWebhookSecret }, $inc: BUMP_VERSION },
       );
       if (matchedCount === 1) return;
     }
@@ -138,12 +161,12 @@ export class AccountStore {
    * Clears a previous webhook secret whose grace period is over, so no key material outlives its
    * use. Guarded on that secret: a rotation in between keeps its own previous secret.
    */
-  async forgetExpiredWebhookSecret(account: AccountDocument): Promise<void> {
+  async forgetExpiredWebhookSecret(account: AccountDocument, now: Date): Promise<void> {
     const previous = account.previousWebhookSecret;
-    if (previous == null || secretInGrace(previous, this.now()) !== null) return;
-    await this.accounts.updateOne(
+    if (previous == null || secretInGrace(previous, now) !== null) return;
+    await this.collection.updateOne(
       { _id: account._id, 'previousWebhookSecret.secret': previous.secret },
-      { $set: { previousWebhookSecret: null }, $inc: { version: 1 } },
+      { $set: { previousWebhookSecret: null }, $inc: BUMP_VERSION },
     );
   }
 }

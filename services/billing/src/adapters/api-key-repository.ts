@@ -1,60 +1,36 @@
-import { isId, newId, ServiceError } from '@tamp/proto';
-import type { Collection, Db } from 'mongodb';
-import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key';
+import { KeyedRepository } from '@tamp/kit';
+import type { Db } from 'mongodb';
 import { type ApiKeyDocument, COLLECTIONS } from './documents';
 
-/** API keys: only their SHA-256 and a display prefix are stored; the key is shown once. */
-export class KeyStore {
-  private readonly keys: Collection<ApiKeyDocument>;
-
-  constructor(
-    db: Db,
-    private readonly now: () => Date,
-  ) {
-    this.keys = db.collection<ApiKeyDocument>(COLLECTIONS.apiKeys);
+/** The `api_keys` collection: a key's SHA-256 and display prefix, never the key itself. */
+export class ApiKeyRepository extends KeyedRepository<ApiKeyDocument> {
+  constructor(db: Db) {
+    super(db, COLLECTIONS.apiKeys);
   }
 
-  async create(accountId: string): Promise<{ keyId: string; apiKey: string }> {
-    const apiKey = generateApiKey();
-    const keyId = newId('apiKey');
-    await this.keys.insertOne({
-      _id: keyId,
-      hash: hashApiKey(apiKey),
-      accountId,
-      displayPrefix: displayPrefix(apiKey),
-      createdAt: this.now(),
-      revokedAt: null,
-      lastUsedAt: null,
-    });
-    return { keyId, apiKey };
+  async insert(key: ApiKeyDocument): Promise<void> {
+    await this.collection.insertOne(key);
   }
 
-  /** The active key matching `apiKey`; unknown, malformed or revoked → UNAUTHORIZED. */
-  async verify(apiKey: string): Promise<ApiKeyDocument> {
-    const key = isWellFormedApiKey(apiKey)
-      ? await this.keys.findOne({ hash: hashApiKey(apiKey) })
-      : null;
-    if (key === null || key.revokedAt !== null) {
-      throw new ServiceError('UNAUTHORIZED', 'The API key is missing, invalid or revoked');
-    }
-    return key;
+  findByHash(hash: string): Promise<ApiKeyDocument | null> {
+    return this.collection.findOne({ hash });
   }
 
   /**
-   * Idempotent: revoking twice keeps the first revocation time. With `accountId`, only a key of
-   * that account: another's is NOT_FOUND, untouched.
+   * The key after revoking it; idempotent (a second revocation keeps the first time). With
+   * `accountId`, only a key of that account: null for another's, untouched.
    */
-  async revoke(keyId: string, accountId?: string): Promise<ApiKeyDocument> {
+  async revoke(
+    keyId: string,
+    accountId: string | undefined,
+    at: Date,
+  ): Promise<ApiKeyDocument | null> {
     const owned = accountId === undefined ? {} : { accountId };
-    if (isId('apiKey', keyId)) {
-      await this.keys.updateOne(
-        { _id: keyId, revokedAt: null, ...owned },
-        { $set: { revokedAt: this.now() } },
-      );
-    }
-    const key = isId('apiKey', keyId) ? await this.keys.findOne({ _id: keyId, ...owned }) : null;
-    if (key === null) throw new ServiceError('NOT_FOUND', `API key ${keyId} not found`);
-    return key;
+    await this.collection.updateOne(
+      { _id: keyId, revokedAt: null, ...owned },
+      { $set: { revokedAt: at } },
+    );
+    return this.collection.findOne({ _id: keyId, ...owned });
   }
 
   /**
@@ -62,10 +38,10 @@ export class KeyStore {
    * an error of a minute that "last used" can live with.
    */
   async recordUse(keyId: string, minute: Date): Promise<void> {
-    await this.keys.updateOne({ _id: keyId }, { $set: { lastUsedAt: minute } });
+    await this.collection.updateOne({ _id: keyId }, { $set: { lastUsedAt: minute } });
   }
 
-  async list(accountId: string): Promise<ApiKeyDocument[]> {
-    return this.keys.find({ accountId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  list(accountId: string): Promise<ApiKeyDocument[]> {
+    return this.collection.find({ accountId }).sort({ createdAt: 1, _id: 1 }).toArray();
   }
 }

@@ -36,7 +36,7 @@ export interface AccountDocument {
   grantedRemaining: number;
   /** Bumped by every update of the account, so a read can be used as an optimistic guard. */
   version: number;
-  /** Keyed by `<kind>_<id>`, see CreditBook. */
+  /** Keyed by `<kind>_<id>`, see application/credit-postings.ts. */
   postings: Record<string, PostingMarker>;
   /**
    * Jobs whose reservation was released before it was applied (an abandoned creation), keyed by

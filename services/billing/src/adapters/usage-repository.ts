@@ -1,13 +1,13 @@
-import { insertIfAbsent } from '@tamp/kit';
-import { creditCost, type JobEvent, type Pipeline } from '@tamp/proto';
-import type { Collection, Db } from 'mongodb';
+import { KeyedRepository } from '@tamp/kit';
+import type { Pipeline } from '@tamp/proto';
+import type { Db } from 'mongodb';
 import type { BillingPeriod } from '../domain/billing-period';
-import { type KeyedTotal, type UnpricedUsage, utcDayOf } from '../domain/usage-report';
+import type { KeyedTotal, UnpricedUsage } from '../domain/usage-report';
 import type { PipelineUsageTotals } from '../domain/usage-summary';
 import { COLLECTIONS, type UsageDocument } from './documents';
 
 /**
- * One usage record per completed job (`_id`: job id), summed per period on read.
+ * The `usage` collection: one record per completed job (`_id`: job id), summed per period on read.
  *
  * Every sum is its own aggregation with exactly one `$sum`: FerretDB 1.24 fills only the first
  * accumulator of a `$group` and returns 0 for the others (measured). Nor does it implement
@@ -15,34 +15,14 @@ import { COLLECTIONS, type UsageDocument } from './documents';
  * skips the missing field and `unpriced` hands those records over to be priced one by one.
  * MongoDB gives the same answers.
  */
-export class UsageStore {
-  private readonly usage: Collection<UsageDocument>;
-
+export class UsageRepository extends KeyedRepository<UsageDocument> {
   constructor(db: Db) {
-    this.usage = db.collection<UsageDocument>(COLLECTIONS.usage);
+    super(db, COLLECTIONS.usage);
   }
 
-  /**
-   * Records a completed job; a redelivered event finds its record and counts nothing. Its
-   * credits are priced here, once, with proto's creditCost (the rule reservations are made
-   * with) on the input bytes the job reported, so the report never prices a job again.
-   */
-  async recordCompleted(event: JobEvent): Promise<boolean> {
-    const usage = event.usage;
-    const inputBytes = usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0;
-    const completedAt = new Date(event.completedAt);
-    return insertIfAbsent(this.usage, {
-      _id: event.jobId,
-      accountId: event.accountId,
-      pipeline: event.pipeline,
-      inputBytes,
-      audioSeconds: usage?.audioSeconds ?? 0,
-      megapixels: usage?.megapixels ?? 0,
-      characters: usage?.characters ?? 0,
-      completedAt,
-      credits: creditCost(event.pipeline, inputBytes),
-      completedDay: utcDayOf(completedAt),
-    });
+  /** False when the job has its record already (a redelivered event). */
+  insert(record: UsageDocument): Promise<boolean> {
+    return this.insertIfAbsent(record);
   }
 
   /** Jobs and measures per pipeline. */
@@ -78,7 +58,7 @@ export class UsageStore {
 
   /** The period's records written before usage records carried their credits and day. */
   unpriced(accountId: string, period: BillingPeriod): Promise<UnpricedUsage[]> {
-    return this.usage
+    return this.collection
       .find(
         { ...inPeriod(accountId, period), credits: { $exists: false } },
         { projection: { _id: 0, pipeline: 1, inputBytes: 1, completedAt: 1 } },
@@ -101,7 +81,7 @@ export class UsageStore {
     groupBy: '$pipeline' | '$completedDay',
     summand: string | number,
   ): Promise<{ _id: string | null; total: number }[]> {
-    return this.usage
+    return this.collection
       .aggregate<{ _id: string | null; total: number }>([
         { $match: inPeriod(accountId, period) },
         { $group: { _id: groupBy, total: { $sum: summand } } },

@@ -1,20 +1,20 @@
 import type { Logger } from '@tamp/kit';
 import { newId, newWebhookSecret, type Plan, ServiceError } from '@tamp/proto';
-import type { AccountStore } from '../adapters/account-store';
+import type { AccountRepository } from '../adapters/account-repository';
 import type { AccountDocument } from '../adapters/documents';
-import type { KeyStore } from '../adapters/key-store';
-import type { UsageStore } from '../adapters/usage-store';
+import type { UsageRepository } from '../adapters/usage-repository';
 import { billingCycleAnchorProblem, billingPeriodAt, creditsNow } from '../domain/billing-period';
 import type { PlanCatalog } from '../domain/plans';
 import { usageSummary } from '../domain/usage-summary';
 import { type SecretSealer, secretInGrace } from '../domain/webhook-secret';
+import type { ApiKeys } from './api-keys';
 
 /** Accounts: creation, changes, the webhook secret and its rotation, the usage report. */
 export class Accounts {
   constructor(
-    private readonly accounts: AccountStore,
-    private readonly keys: KeyStore,
-    private readonly usage: UsageStore,
+    private readonly accounts: AccountRepository,
+    private readonly keys: ApiKeys,
+    private readonly usage: UsageRepository,
     private readonly plans: PlanCatalog,
     private readonly sealer: SecretSealer,
     /** How long a rotated-out webhook secret keeps signing when the rotation names no period. */
@@ -24,8 +24,8 @@ export class Accounts {
   ) {}
 
   async get(accountId: string) {
-    const account = await this.accounts.find(accountId);
-    await this.accounts.forgetExpiredWebhookSecret(account);
+    const account = await this.accounts.get(accountId);
+    await this.accounts.forgetExpiredWebhookSecret(account, this.now());
     return this.view(account);
   }
 
@@ -38,32 +38,47 @@ export class Accounts {
     const billingCycleAnchor =
       request.billingCycleAnchor === undefined ? null : this.anchorAt(request.billingCycleAnchor);
     const webhookSecret = newWebhookSecret();
-    const account = await this.accounts.create({
-      accountId: newId('account'),
+    const now = this.now();
+    const account: AccountDocument = {
+      _id: newId('account'),
       plan: request.plan,
       webhookUrl: request.webhookUrl ?? null,
-      sealedWebhookSecret: this.sealer.seal(webhookSecret),
-      credits: request.credits,
+      webhookSecret: this.sealer.seal(webhookSecret),
+      previousWebhookSecret: null,
       billingCycleAnchor,
-    });
+      createdAt: now,
+      periodStart: billingPeriodAt(now, billingCycleAnchor).start,
+      allowanceRemaining: request.credits ?? this.plans[request.plan].creditsPerPeriod,
+      grantedRemaining: 0,
+      version: 0,
+      postings: {},
+    };
+    await this.accounts.insert(account);
     const { apiKey } = await this.keys.create(account._id);
     return { accountId: account._id, apiKey, webhookSecret };
   }
 
+  /**
+   * A changed `billingCycleAnchor` moves the current period at once (usage reports it); the
+   * allowance follows the usual rollover rule: it resets when the period containing now starts
+   * after the one it belongs to, and otherwise carries on until the new period ends.
+   */
   async update(request: {
     accountId: string;
     plan?: Plan | undefined;
     webhookUrl?: string | null | undefined;
     billingCycleAnchor?: string | null | undefined;
   }) {
-    const { accountId, billingCycleAnchor, ...rest } = request;
-    const changes = {
-      ...rest,
+    const { accountId, plan, webhookUrl, billingCycleAnchor } = request;
+    await this.accounts.get(accountId);
+    await this.accounts.update(accountId, {
+      ...(plan !== undefined && { plan }),
+      ...(webhookUrl !== undefined && { webhookUrl }),
       ...(billingCycleAnchor !== undefined && {
         billingCycleAnchor: billingCycleAnchor === null ? null : this.anchorAt(billingCycleAnchor),
       }),
-    };
-    return this.view(await this.accounts.update(accountId, changes));
+    });
+    return this.view(await this.accounts.get(accountId));
   }
 
   async rotateWebhookSecret(
@@ -85,7 +100,7 @@ export class Accounts {
   }
 
   async usageOf(accountId: string) {
-    const account = await this.accounts.find(accountId);
+    const account = await this.accounts.get(accountId);
     const period = billingPeriodAt(this.now(), account.billingCycleAnchor);
     return usageSummary(period, await this.usage.totals(accountId, period));
   }

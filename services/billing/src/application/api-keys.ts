@@ -1,29 +1,33 @@
-import { ServiceError } from '@tamp/proto';
-import type { AccountStore } from '../adapters/account-store';
+import { isId, newId, ServiceError } from '@tamp/proto';
+import type { AccountRepository } from '../adapters/account-repository';
+import type { ApiKeyRepository } from '../adapters/api-key-repository';
 import type { ApiKeyDocument } from '../adapters/documents';
-import type { KeyStore } from '../adapters/key-store';
+import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key';
 import type { PlanCatalog } from '../domain/plans';
 import type { KeyUseRecorder } from './key-use';
 
 /** API keys: authentication of every public request, and their life cycle. */
 export class ApiKeys {
   constructor(
-    private readonly keys: KeyStore,
-    private readonly accounts: AccountStore,
+    private readonly keys: ApiKeyRepository,
+    private readonly accounts: AccountRepository,
     private readonly plans: PlanCatalog,
     private readonly keyUse: KeyUseRecorder,
+    private readonly now: () => Date,
   ) {}
 
-  /** Also what a dashboard sign-in with an API key goes through: it is a use of the key. */
+  /**
+   * The active key's account and limits; unknown, malformed or revoked keys, and keys whose
+   * account is gone, are UNAUTHORIZED. Also what a dashboard sign-in with an API key goes
+   * through: it is a use of the key.
+   */
   async authenticate(apiKey: string) {
-    const key = await this.keys.verify(apiKey);
-    // A key whose account is gone authenticates nobody.
-    const account = await this.accounts.find(key.accountId).catch((error: unknown) => {
-      if (error instanceof ServiceError && error.code === 'NOT_FOUND') {
-        throw new ServiceError('UNAUTHORIZED', 'The API key is missing, invalid or revoked');
-      }
-      throw error;
-    });
+    const key = isWellFormedApiKey(apiKey) ? await this.keys.findByHash(hashApiKey(apiKey)) : null;
+    const account =
+      key === null || key.revokedAt !== null ? null : await this.accounts.find(key.accountId);
+    if (key === null || account === null) {
+      throw new ServiceError('UNAUTHORIZED', 'The API key is missing, invalid or revoked');
+    }
     this.keyUse.record(key._id);
     const limits = this.plans[account.plan];
     return {
@@ -35,17 +39,32 @@ export class ApiKeys {
     };
   }
 
-  async create(accountId: string) {
-    await this.accounts.find(accountId);
-    return this.keys.create(accountId);
+  /** A new key of an existing account; the key itself is in this answer only. */
+  async create(accountId: string): Promise<{ keyId: string; apiKey: string }> {
+    await this.accounts.get(accountId);
+    const apiKey = generateApiKey();
+    const keyId = newId('apiKey');
+    await this.keys.insert({
+      _id: keyId,
+      hash: hashApiKey(apiKey),
+      accountId,
+      displayPrefix: displayPrefix(apiKey),
+      createdAt: this.now(),
+      revokedAt: null,
+      lastUsedAt: null,
+    });
+    return { keyId, apiKey };
   }
 
+  /** With `accountId`, only that account's key: another's is NOT_FOUND, untouched. */
   async revoke(keyId: string, accountId?: string) {
-    return keyView(await this.keys.revoke(keyId, accountId));
+    const key = isId('apiKey', keyId) ? await this.keys.revoke(keyId, accountId, this.now()) : null;
+    if (key === null) throw new ServiceError('NOT_FOUND', `API key ${keyId} not found`);
+    return keyView(key);
   }
 
   async list(accountId: string) {
-    await this.accounts.find(accountId);
+    await this.accounts.get(accountId);
     return { keys: (await this.keys.list(accountId)).map(keyView) };
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '@tamp/kit';
 import { ServiceError } from '@tamp/proto';
-import type { AccountStore } from '../adapters/account-store';
+import type { AccountRepository } from '../adapters/account-repository';
 import type { DashboardSessionDocument, SessionRepository } from '../adapters/session-repository';
 import type { SignInLinkRepository } from '../adapters/sign-in-link-repository';
 import { isWellFormedToken, newSessionId, newToken, tokenHash } from '../domain/session-token';
@@ -30,7 +30,7 @@ export class DashboardSessions {
   constructor(
     private readonly links: SignInLinkRepository,
     private readonly sessions: SessionRepository,
-    private readonly accounts: AccountStore,
+    private readonly accounts: AccountRepository,
     private readonly keys: ApiKeys,
     private readonly settings: DashboardSessionSettings,
     private readonly now: () => Date,
@@ -39,7 +39,7 @@ export class DashboardSessions {
 
   /** Unknown account → NOT_FOUND. */
   async createSignInLink(accountId: string): Promise<{ token: string; expiresAt: string }> {
-    await this.accounts.find(accountId);
+    await this.accounts.get(accountId);
     const token = newToken('signInLink');
     const createdAt = this.now();
     const expiresAt = new Date(createdAt.getTime() + this.settings.signInLinkTtlMs);
@@ -99,7 +99,7 @@ export class DashboardSessions {
 
   /** Sign-out everywhere. Unknown account → NOT_FOUND. */
   async revokeAll(accountId: string): Promise<{ revoked: number }> {
-    await this.accounts.find(accountId);
+    await this.accounts.get(accountId);
     const revoked = await this.sessions.endAllOf(accountId, this.now());
     this.logger.info({ accountId, revoked }, 'dashboard sessions revoked');
     return { revoked };
@@ -116,12 +116,9 @@ export class DashboardSessions {
 
   /** An account that is gone signs nobody in: UNAUTHORIZED rather than NOT_FOUND. */
   private async accountOrRefuse(accountId: string, message: string): Promise<void> {
-    await this.accounts.find(accountId).catch((error: unknown) => {
-      if (error instanceof ServiceError && error.code === 'NOT_FOUND') {
-        throw new ServiceError('UNAUTHORIZED', message);
-      }
-      throw error;
-    });
+    if ((await this.accounts.find(accountId)) === null) {
+      throw new ServiceError('UNAUTHORIZED', message);
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Logger } from '@tamp/kit';
-import type { KeyStore } from '../adapters/key-store';
+import type { ApiKeyRepository } from '../adapters/api-key-repository';
 import { keyUseMinute } from '../domain/api-key';
 
 /** Past this many keys, minutes already over are forgotten (they would be written again anyway). */
@@ -16,7 +16,7 @@ export class KeyUseRecorder {
   private readonly writes = new Set<Promise<void>>();
 
   constructor(
-    private readonly keys: KeyStore,
+    private readonly keys: ApiKeyRepository,
     private readonly now: () => Date,
     private readonly logger: Logger,
   ) {}

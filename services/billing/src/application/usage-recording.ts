@@ -1,9 +1,10 @@
-import type { JobEvent } from '@tamp/proto';
-import type { UsageStore } from '../adapters/usage-store';
+import { creditCost, type JobEvent } from '@tamp/proto';
+import type { UsageRepository } from '../adapters/usage-repository';
+import { utcDayOf } from '../domain/usage-report';
 
 /** What billing learns from the job events stream. */
 export class UsageRecording {
-  constructor(private readonly usage: UsageStore) {}
+  constructor(private readonly usage: UsageRepository) {}
 
   /**
    * Only completions count towards usage. A failed job's refund is not made here: the job
@@ -11,8 +12,26 @@ export class UsageRecording {
    * settlement outbox (refundPending, retried by its reconciler), so one mechanism keeps the
    * rule "refunded exactly once", and an inline failure is refunded before it is answered.
    * Idempotent: the usage record's id is the job id.
+   *
+   * A job's credits are priced here, once, with proto's creditCost (the rule reservations are
+   * made with) on the input bytes the job reported, so the report never prices a job again.
    */
   async record(event: JobEvent): Promise<void> {
-    if (event.event === 'job.completed') await this.usage.recordCompleted(event);
+    if (event.event !== 'job.completed') return;
+    const usage = event.usage;
+    const inputBytes = usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0;
+    const completedAt = new Date(event.completedAt);
+    await this.usage.insert({
+      _id: event.jobId,
+      accountId: event.accountId,
+      pipeline: event.pipeline,
+      inputBytes,
+      audioSeconds: usage?.audioSeconds ?? 0,
+      megapixels: usage?.megapixels ?? 0,
+      characters: usage?.characters ?? 0,
+      completedAt,
+      credits: creditCost(event.pipeline, inputBytes),
+      completedDay: utcDayOf(completedAt),
+    });
   }
 }

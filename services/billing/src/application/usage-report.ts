@@ -1,20 +1,20 @@
 import type { UsageReport } from '@tamp/proto';
-import type { AccountStore } from '../adapters/account-store';
-import type { UsageStore } from '../adapters/usage-store';
+import type { AccountRepository } from '../adapters/account-repository';
+import type { UsageRepository } from '../adapters/usage-repository';
 import { billingPeriodAt } from '../domain/billing-period';
 import { usageReport } from '../domain/usage-report';
 
 /** The dashboard's usage page for the account's current billing period. */
 export class UsageReports {
   constructor(
-    private readonly accounts: AccountStore,
-    private readonly usage: UsageStore,
+    private readonly accounts: AccountRepository,
+    private readonly usage: UsageRepository,
     private readonly now: () => Date,
   ) {}
 
   /** Unknown account → NOT_FOUND. */
   async of(accountId: string): Promise<UsageReport> {
-    const account = await this.accounts.find(accountId);
+    const account = await this.accounts.get(accountId);
     const now = this.now();
     const period = billingPeriodAt(now, account.billingCycleAnchor);
     // One after the other: on FerretDB they share one connection anyway.
