@@ -104,3 +104,7 @@ export type JobEvent = z.infer<typeof jobEvent>;
 /** Body of `notify.job.<id>`: just enough for a long-poll to re-read the job. */
 export const jobNotification = z.object({ jobId: z.string(), status: z.enum(JOB_STATUSES) });
 export type JobNotification = z.infer<typeof jobNotification>;
+
+/** Body of `notify.account.<id>`: the account whose settings changed. */
+export const accountNotification = z.object({ accountId: z.string() });
+export type AccountNotification = z.infer<typeof accountNotification>;

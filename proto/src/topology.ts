@@ -64,6 +64,9 @@ export function createTopology(namespace = '') {
     /** Published on every terminal state of a job; long-polls wait on it. */
     jobNotification: (jobId: string) => `${subjectPrefix}notify.job.${jobId}`,
     allJobNotifications: `${subjectPrefix}notify.job.*`,
+    /** Published by billing after an account's settings change; caches of them evict it. */
+    accountNotification: (accountId: string) => `${subjectPrefix}notify.account.${accountId}`,
+    allAccountNotifications: `${subjectPrefix}notify.account.*`,
   };
 
   const jobsStream: StreamDefinition = {

@@ -1,5 +1,6 @@
 import { type CreditMetrics, type Db, type Logger, type NatsConnection, Rpc } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
+import { AccountNotifications } from './adapters/account-notifications';
 import { AccountRepository } from './adapters/account-repository';
 import { ApiKeyRepository } from './adapters/api-key-repository';
 import { LedgerRepository } from './adapters/ledger-repository';
@@ -84,6 +85,7 @@ export async function startBillingService(
     dependencies.webhookSecretGraceMs ?? DEFAULT_WEBHOOK_SECRET_GRACE_MS,
     now,
     logger,
+    new AccountNotifications(dependencies.nats, dependencies.topology, logger),
   );
   const { credits, postings } = composeCredits(db, {
     plans,

@@ -79,7 +79,8 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
 
   await provisionIndexes(db, WEBHOOK_INDEXES);
   const store = new DeliveryStore(db);
-  const accounts = new BillingAccounts(rpc);
+  const accounts = new BillingAccounts(rpc, nats, topology, logger);
+  await accounts.start();
   const metrics = new WebhookMetrics(options.metrics, store, logger);
   const attempt = new DeliveryAttempt(
     store,
@@ -141,6 +142,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       stopping ??= (async () => {
         metrics.close();
         await Promise.all([endpoints.stop(), events.stop(), scheduler.stop()]);
+        accounts.stop();
       })();
       return stopping;
     },

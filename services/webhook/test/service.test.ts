@@ -236,6 +236,28 @@ describe('webhook service (local development policy, fast schedule)', () => {
     expect(await delivery(silent.jobId, 'job.completed')).toBeNull();
   });
 
+  it("asks billing for an account's default URL once, until billing says the account changed", async () => {
+    const target = await receiver();
+    const quiet = account({ webhookSecret: newWebhookSecret() }); // no default URL yet
+    slice.accounts.set(quiet.accountId, quiet);
+    const first = completedEvent(quiet.accountId, null);
+    const second = completedEvent(quiet.accountId, null);
+    await slice.publish(first);
+    await slice.publish(second);
+    const marker = await receiver();
+    await slice.publish(completedEvent(owner.accountId, marker.origin));
+    await waitFor(() => marker.requests.length === 1, 'the marker delivery');
+    expect(slice.accountReads.get(quiet.accountId)).toBe(1);
+    expect(await delivery(second.jobId, 'job.completed')).toBeNull();
+
+    // The customer sets a default URL: billing stores it, then notifies.
+    slice.accounts.set(quiet.accountId, { ...quiet, webhookUrl: `${target.origin}/new-default` });
+    await slice.notifyAccountChanged(quiet.accountId);
+    await slice.publish(completedEvent(quiet.accountId, null));
+    await waitFor(() => target.requests.length === 1, 'the delivery to the new default');
+    expect(target.requests[0]?.url).toBe('/new-default');
+  });
+
   it('waits out a billing outage without spending attempts, and refuses for a vanished account', async () => {
     const target = await receiver();
     const flaky = account({

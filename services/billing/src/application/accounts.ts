@@ -1,5 +1,6 @@
 import type { Logger } from '@tamp/kit';
 import { newId, newWebhookSecret, type Plan, ServiceError } from '@tamp/proto';
+import type { AccountNotifications } from '../adapters/account-notifications';
 import type { AccountRepository } from '../adapters/account-repository';
 import type { AccountDocument } from '../adapters/documents';
 import type { UsageRepository } from '../adapters/usage-repository';
@@ -21,6 +22,7 @@ export class Accounts {
     private readonly webhookSecretGraceMs: number,
     private readonly now: () => Date,
     private readonly logger: Logger,
+    private readonly notifications: AccountNotifications,
   ) {}
 
   async get(accountId: string) {
@@ -78,6 +80,7 @@ export class Accounts {
         billingCycleAnchor: billingCycleAnchor === null ? null : this.anchorAt(billingCycleAnchor),
       }),
     });
+    this.notifications.changed(accountId);
     return this.view(await this.accounts.get(accountId));
   }
 
@@ -94,6 +97,7 @@ export class Accounts {
       this.sealer.seal(webhookSecret),
       previousValidUntil,
     );
+    this.notifications.changed(accountId);
     // Never the secret itself: it goes to the operator in the reply only.
     this.logger.info({ accountId, previousValidUntil }, 'webhook secret rotated');
     return { webhookSecret, previousValidUntil: previousValidUntil.toISOString() };

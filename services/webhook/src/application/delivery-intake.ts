@@ -1,6 +1,6 @@
 import { contextToStore, type Logger, type StreamVerdict } from '@tamp/kit';
 import type { JobEvent } from '@tamp/proto';
-import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
+import type { BillingAccounts, DefaultTarget } from '../adapters/billing-accounts';
 import type { DeliveryStore } from '../adapters/delivery-store';
 import { buildPayload, deliveryKey, serializePayload, webhookIdFor } from '../domain/payload';
 
@@ -21,19 +21,20 @@ export class DeliveryIntake {
     // Inline jobs never emit webhooks: their result was in the response (docs/decisions.md#webhooks).
     if (event.inline) return 'ack';
     // The target is resolved before anything is read from this service's own collections, so a
-    // job without a webhook costs no database operation here; a redelivered event whose sequence
-    // exists is recognised by the insert below (a duplicate key).
+    // job without a webhook costs no database operation here (and, once its account's default is
+    // remembered, no request to billing); a redelivered event whose sequence exists is
+    // recognised by the insert below (a duplicate key).
     let target = event.webhookUrl;
     let targetSource: 'job' | 'account' = 'job';
     if (target === null || target === '') {
-      let account: WebhookAccount | null;
+      let account: DefaultTarget;
       try {
-        account = await this.accounts.find(event.accountId);
+        account = await this.accounts.defaultTarget(event.accountId);
       } catch (error) {
         log.warn({ err: error }, 'billing unavailable; the event will be retried');
         return 'retry';
       }
-      if (account === null) {
+      if (!account.found) {
         log.warn({ accountId: event.accountId }, 'account not found; no webhook to send');
         return 'ack';
       }

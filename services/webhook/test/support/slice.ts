@@ -48,6 +48,10 @@ export interface Slice {
   accounts: Map<string, AccountView>;
   /** Billing answers UNAVAILABLE for this account this many more times (a peer outage). */
   billingOutages: Map<string, number>;
+  /** How often billing was asked for each account. */
+  accountReads: Map<string, number>;
+  /** What billing publishes after it changed an account's settings. */
+  notifyAccountChanged(accountId: string): Promise<void>;
   /** The job service double's finished jobs: the event each published, by job id. */
   jobEvents: Map<string, JobEvent>;
   /** Starts a webhook service instance on this slice (several may run one after another). */
@@ -86,8 +90,10 @@ export async function startSlice(defaults: {
   // A test double of the billing service: a real responder on the slice's NATS subjects.
   const accounts = new Map<string, AccountView>();
   const billingOutages = new Map<string, number>();
+  const accountReads = new Map<string, number>();
   const billing = await nats('billing-double');
   new Rpc(billing, topology, logger).serve(billingEndpoints.getAccount, async ({ accountId }) => {
+    accountReads.set(accountId, (accountReads.get(accountId) ?? 0) + 1);
     const outages = billingOutages.get(accountId) ?? 0;
     if (outages > 0) {
       billingOutages.set(accountId, outages - 1);
@@ -119,6 +125,14 @@ export async function startSlice(defaults: {
     rpc: new Rpc(client, topology, logger),
     accounts,
     billingOutages,
+    accountReads,
+    async notifyAccountChanged(accountId) {
+      billing.publish(
+        topology.subjects.accountNotification(accountId),
+        JSON.stringify({ accountId }),
+      );
+      await billing.flush();
+    },
     jobEvents,
     async startService(overrides = {}) {
       const connection = await nats('webhook');
