@@ -34,6 +34,26 @@ export async function insertIfAbsent<Schema extends Document>(
 }
 
 /**
+ * Inserts every document whose `_id` (or other unique key) is not taken, in one command that
+ * goes on past duplicates: how many this call inserted. Any other failure throws (some of the
+ * documents may be in; a repeat inserts the rest).
+ */
+export async function insertAllIfAbsent<Schema extends Document>(
+  collection: Collection<Schema>,
+  documents: OptionalUnlessRequiredId<Schema>[],
+): Promise<number> {
+  if (documents.length === 0) return 0;
+  try {
+    return (await collection.insertMany(documents, { ordered: false })).insertedCount;
+  } catch (error) {
+    const writeErrors = (error as { writeErrors?: unknown }).writeErrors;
+    const failures = Array.isArray(writeErrors) ? writeErrors : [writeErrors];
+    if (writeErrors === undefined || !failures.every(isDuplicateKey)) throw error;
+    return documents.length - failures.length;
+  }
+}
+
+/**
  * The base of a repository over one collection whose documents are keyed by a string `_id`: the
  * typed collection, the read by id and the insert-once, so each repository says only what is its
  * own (its names for claiming, its queries and guarded updates).
@@ -52,6 +72,11 @@ export abstract class KeyedRepository<Schema extends Document & { _id: string }>
   /** True when this call inserted `document`; false when its `_id` was taken already. */
   protected insertIfAbsent(document: OptionalUnlessRequiredId<Schema>): Promise<boolean> {
     return insertIfAbsent(this.collection, document);
+  }
+
+  /** How many of `documents` this call inserted; those whose `_id` was taken are skipped. */
+  protected insertAllIfAbsent(documents: OptionalUnlessRequiredId<Schema>[]): Promise<number> {
+    return insertAllIfAbsent(this.collection, documents);
   }
 }
 

@@ -13,26 +13,46 @@ export type StreamVerdict =
   /** Not now (a peer is unavailable): redelivered by JetStream after `retryDelayMs`. */
   | 'retry';
 
-export interface StreamConsumerOptions<Schema extends z.ZodType> {
+interface CommonOptions<Schema extends z.ZodType> {
   nats: NatsConnection;
   /** The durable consumer (provisioned with the topology) to read from. */
   consumer: ConsumerDefinition;
   /** Every message's body; one that does not match is terminated, never redelivered. */
   schema: Schema;
-  /** Must be idempotent: JetStream redelivers what was not acknowledged, and publishers repeat. */
-  handle(message: z.output<Schema>): Promise<StreamVerdict>;
   /** Delay of a redelivery asked for by `retry` or by a handler that threw. */
   retryDelayMs: number;
-  /** Messages JetStream may hand to this process ahead of the one being handled. */
+  /** Messages JetStream may hand to this process ahead of the ones being handled. */
   maxMessages: number;
   logger: Logger;
 }
 
+/** Handlers must be idempotent: JetStream redelivers what was not acknowledged, and publishers repeat. */
+type Handling<Schema extends z.ZodType> =
+  | {
+      /** One message at a time, each in its own CONSUMER span. */
+      handle(message: z.output<Schema>): Promise<StreamVerdict>;
+      handleBatch?: undefined;
+    }
+  | {
+      /**
+       * The messages that arrived while the previous batch was being handled (at least one, at
+       * most `maxBatch`), in one call, so a handler can write them with one bulk operation: one
+       * verdict per message, in their order. A quiet stream makes batches of one; a busy one,
+       * larger batches, without waiting for them to fill.
+       */
+      handleBatch(messages: z.output<Schema>[]): Promise<StreamVerdict[]>;
+      maxBatch: number;
+      handle?: undefined;
+    };
+
+export type StreamConsumerOptions<Schema extends z.ZodType> = CommonOptions<Schema> &
+  Handling<Schema>;
+
 /**
- * Reads a JetStream durable consumer one message at a time, with one rule for every service:
- * a body that does not parse is terminated (redelivering it can never help); `ack` is
- * acknowledged, confirmed by the server; `retry`, or a handler that throws, is naked with
- * `retryDelayMs`, so JetStream itself redelivers it later. Each message is handled in a
+ * Reads a JetStream durable consumer with one rule for every service: a body that does not parse
+ * is terminated (redelivering it can never help); `ack` is acknowledged, confirmed by the
+ * server; `retry`, or a handler that throws, is naked with `retryDelayMs`, so JetStream itself
+ * redelivers it later. Each message (or batch: parented on its first message) is handled in a
  * CONSUMER span, child of its producer's.
  */
 export async function consumeStream<Schema extends z.ZodType>(
@@ -44,33 +64,74 @@ export async function consumeStream<Schema extends z.ZodType>(
     definition.durableName,
   );
   const messages = await consumer.consume({ max_messages: options.maxMessages });
+  const handleBatch: (bodies: z.output<Schema>[]) => Promise<StreamVerdict[]> =
+    options.handleBatch === undefined
+      ? async (bodies) => [await options.handle(bodies[0]!)]
+      : options.handleBatch.bind(options);
+  const maxBatch = options.handleBatch === undefined ? 1 : Math.max(1, options.maxBatch);
 
-  async function process(message: JsMsg): Promise<void> {
-    const parsed = readMessage(message, options.schema);
-    if (!parsed.ok) {
+  /** Parses each message (terminating what does not parse), handles the rest, settles each. */
+  async function process(batch: JsMsg[]): Promise<void> {
+    const parsed: { message: JsMsg; body: z.output<Schema> }[] = [];
+    for (const message of batch) {
+      const read = readMessage(message, options.schema);
+      if (read.ok) {
+        parsed.push({ message, body: read.value });
+        continue;
+      }
       logger.error(
-        { subject: message.subject, seq: message.seq, issues: parsed.issues },
+        { subject: message.subject, seq: message.seq, issues: read.issues },
         'invalid message dropped',
       );
       // No reason text: nats-server 2.9 (the one provisioned) ignores `+TERM <reason>`, and the
       // message would come back after every ack_wait.
       message.term();
-      return;
     }
-    let verdict: StreamVerdict;
+    if (parsed.length === 0) return;
+    let verdicts: StreamVerdict[];
     try {
-      verdict = await options.handle(parsed.value);
+      verdicts = await handleBatch(parsed.map((each) => each.body));
+      if (verdicts.length !== parsed.length) {
+        throw new Error(`${verdicts.length} verdicts for ${parsed.length} messages`);
+      }
     } catch (error) {
-      logger.error({ err: error, subject: message.subject, seq: message.seq }, 'message failed');
-      verdict = 'retry';
+      const first = parsed[0]!.message;
+      logger.error(
+        { err: error, subject: first.subject, seq: first.seq, messages: parsed.length },
+        'message failed',
+      );
+      verdicts = parsed.map(() => 'retry');
     }
-    if (verdict === 'ack') await message.ackAck().catch(() => message.ack());
-    else message.nak(options.retryDelayMs);
+    await Promise.all(
+      parsed.map(({ message }, index) =>
+        verdicts[index] === 'ack'
+          ? message.ackAck().then(
+              () => undefined,
+              () => message.ack(),
+            )
+          : message.nak(options.retryDelayMs),
+      ),
+    );
+  }
+
+  /** The next message, then whatever else has already arrived, up to `maxBatch`. */
+  async function nextBatch(iterator: AsyncIterator<JsMsg>): Promise<JsMsg[] | null> {
+    const first = await iterator.next();
+    if (first.done) return null;
+    const batch = [first.value];
+    while (batch.length < maxBatch && messages.getPending() > 0) {
+      const next = await iterator.next();
+      if (next.done) break;
+      batch.push(next.value);
+    }
+    return batch;
   }
 
   const consuming = (async () => {
-    for await (const message of messages) {
-      await inConsumerSpan(definition.durableName, message, () => process(message));
+    const iterator = messages[Symbol.asyncIterator]();
+    for (let batch = await nextBatch(iterator); batch !== null; batch = await nextBatch(iterator)) {
+      const handled = batch;
+      await inConsumerSpan(definition.durableName, handled[0]!, () => process(handled));
     }
   })().catch((error: unknown) => logger.error({ err: error }, 'stream consumer stopped'));
 

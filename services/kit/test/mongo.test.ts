@@ -4,6 +4,7 @@ import {
   connectMongo,
   type Db,
   type IndexSpecification,
+  insertAllIfAbsent,
   type MongoClient,
   provisionIndexes,
 } from '../src/mongo';
@@ -77,5 +78,18 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
       Array.from({ length: 20 }, () => keys.insertOne({ _id: 'acct_1:key' })),
     );
     expect(attempts.filter((attempt) => attempt.status === 'fulfilled')).toHaveLength(1);
+  });
+
+  it('inserts a batch past the ids already taken, and counts what it inserted', async () => {
+    const usage = db.collection<{ _id: string; n: number }>('batch_inserts');
+    await usage.insertOne({ _id: 'job_b', n: 0 });
+    const documents = ['job_a', 'job_b', 'job_c', 'job_a'].map((id, n) => ({ _id: id, n }));
+    expect(await insertAllIfAbsent(usage, documents)).toBe(2);
+    expect(await usage.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 'job_a', n: 0 },
+      { _id: 'job_b', n: 0 },
+      { _id: 'job_c', n: 2 },
+    ]);
+    expect(await insertAllIfAbsent(usage, documents)).toBe(0);
   });
 });

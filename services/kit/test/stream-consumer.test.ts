@@ -23,6 +23,19 @@ afterAll(async () => {
   await nats.close();
 });
 
+/** Waits until the consumer has nothing pending or unacknowledged. */
+async function drained({ stream, durableName }: { stream: string; durableName: string }) {
+  const manager = await jetstreamManager(nats);
+  await vi.waitFor(
+    async () => {
+      const info = await manager.consumers.info(stream, durableName);
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.num_pending).toBe(0);
+    },
+    { timeout: 5_000, interval: 50 },
+  );
+}
+
 describe('consumeStream', () => {
   it('acks, redelivers a retry or a failure after the delay, and terminates what does not parse', async () => {
     const calls: { n: number; at: number }[] = [];
@@ -53,19 +66,50 @@ describe('consumeStream', () => {
         const [first, second] = calls.filter((call) => call.n === n);
         expect(second!.at - first!.at).toBeGreaterThanOrEqual(RETRY_DELAY_MS - 50);
       }
-      const manager = await jetstreamManager(nats);
-      const { stream, durableName } = topology.consumers.billing;
-      await vi.waitFor(
-        async () => {
-          const info = await manager.consumers.info(stream, durableName);
-          expect(info.num_ack_pending).toBe(0);
-          expect(info.num_pending).toBe(0);
-        },
-        { timeout: 5_000, interval: 50 },
-      );
+      await drained(topology.consumers.billing);
       // The two bodies that do not parse were terminated, not redelivered.
       await new Promise((resolve) => setTimeout(resolve, 2 * RETRY_DELAY_MS));
       expect(calls).toHaveLength(5);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('hands what arrived meanwhile to a batch handler, with one verdict per message', async () => {
+    const batches: number[][] = [];
+    const retried = new Set<number>();
+    const js = jetstream(nats);
+    const subject = topology.subjects.events.completed;
+    // Published before the consumer starts, so they are all waiting at once; the earlier test's
+    // messages (n < 100) come first and are acknowledged without being counted.
+    for (let n = 100; n < 120; n++) await js.publish(subject, JSON.stringify({ n }));
+    const consumer = await consumeStream({
+      nats,
+      consumer: topology.consumers.webhook,
+      schema: z.object({ n: z.number() }),
+      retryDelayMs: RETRY_DELAY_MS,
+      maxMessages: 50,
+      maxBatch: 8,
+      logger,
+      async handleBatch(messages) {
+        const ours = messages.map(({ n }) => n).filter((n) => n >= 100);
+        if (ours.length > 0) batches.push(ours);
+        return messages.map(({ n }): StreamVerdict => {
+          if (n !== 105 || retried.has(n)) return 'ack';
+          retried.add(n);
+          return 'retry';
+        });
+      },
+    });
+    try {
+      const handled = () => batches.flat();
+      await vi.waitFor(() => expect(handled()).toHaveLength(21), { timeout: 10_000, interval: 50 });
+      expect(handled().sort()).toEqual(
+        [...Array.from({ length: 20 }, (_, index) => 100 + index), 105].sort(),
+      );
+      expect(Math.max(...batches.map((batch) => batch.length))).toBeGreaterThan(1);
+      expect(Math.max(...batches.map((batch) => batch.length))).toBeLessThanOrEqual(8);
+      await drained(topology.consumers.webhook);
     } finally {
       await consumer.stop();
     }

@@ -20,9 +20,9 @@ export class UsageRepository extends KeyedRepository<UsageDocument> {
     super(db, COLLECTIONS.usage);
   }
 
-  /** False when the job has its record already (a redelivered event). */
-  insert(record: UsageDocument): Promise<boolean> {
-    return this.insertIfAbsent(record);
+  /** In one command; a job that has its record already (a redelivered event) is skipped. */
+  async insertAll(records: UsageDocument[]): Promise<void> {
+    await this.insertAllIfAbsent(records);
   }
 
   /** Jobs and measures per pipeline. */

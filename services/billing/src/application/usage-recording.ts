@@ -1,4 +1,5 @@
 import { creditCost, type JobEvent } from '@tamp/proto';
+import type { UsageDocument } from '../adapters/documents';
 import type { UsageRepository } from '../adapters/usage-repository';
 import { utcDayOf } from '../domain/usage-report';
 
@@ -11,27 +12,33 @@ export class UsageRecording {
    * service owns the job's terminal state and refunds through refund-credits from its
    * settlement outbox (refundPending, retried by its reconciler), so one mechanism keeps the
    * rule "refunded exactly once", and an inline failure is refunded before it is answered.
-   * Idempotent: the usage record's id is the job id.
-   *
-   * A job's credits are priced here, once, with proto's creditCost (the rule reservations are
-   * made with) on the input bytes the job reported, so the report never prices a job again.
+   * Idempotent: the usage record's id is the job id. A batch of events is one write.
    */
-  async record(event: JobEvent): Promise<void> {
-    if (event.event !== 'job.completed') return;
-    const usage = event.usage;
-    const inputBytes = usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0;
-    const completedAt = new Date(event.completedAt);
-    await this.usage.insert({
-      _id: event.jobId,
-      accountId: event.accountId,
-      pipeline: event.pipeline,
-      inputBytes,
-      audioSeconds: usage?.audioSeconds ?? 0,
-      megapixels: usage?.megapixels ?? 0,
-      characters: usage?.characters ?? 0,
-      completedAt,
-      credits: creditCost(event.pipeline, inputBytes),
-      completedDay: utcDayOf(completedAt),
-    });
+  async record(events: JobEvent[]): Promise<void> {
+    await this.usage.insertAll(
+      events.filter((event) => event.event === 'job.completed').map(usageRecordOf),
+    );
   }
+}
+
+/**
+ * A job's credits are priced here, once, with proto's creditCost (the rule reservations are made
+ * with) on the input bytes the job reported, so the report never prices a job again.
+ */
+function usageRecordOf(event: JobEvent): UsageDocument {
+  const usage = event.usage;
+  const inputBytes = usage?.inputBytes ?? event.result?.metrics.inputSize ?? 0;
+  const completedAt = new Date(event.completedAt);
+  return {
+    _id: event.jobId,
+    accountId: event.accountId,
+    pipeline: event.pipeline,
+    inputBytes,
+    audioSeconds: usage?.audioSeconds ?? 0,
+    megapixels: usage?.megapixels ?? 0,
+    characters: usage?.characters ?? 0,
+    completedAt,
+    credits: creditCost(event.pipeline, inputBytes),
+    completedDay: utcDayOf(completedAt),
+  };
 }
