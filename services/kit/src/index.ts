@@ -13,3 +13,4 @@ export * from './shutdown';
 export * from './stream-consumer';
 export * from './tracing';
 export * from './transient-errors';
+export * from './write-batcher';

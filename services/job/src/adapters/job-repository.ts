@@ -1,4 +1,4 @@
-import { type IndexSpecification, insertIfAbsent, KeyedRepository } from '@tamp/kit';
+import { type IndexSpecification, insertIfAbsent, KeyedRepository, WriteBatcher } from '@tamp/kit';
 import type { JobStatus, JobType } from '@tamp/proto';
 import type { Collection, Db, Filter } from 'mongodb';
 import { type AbandonedCreation, isAbandonedCreation, type JobDocument } from '../domain/job';
@@ -22,6 +22,10 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   { collection: IDEMPOTENCY_COLLECTION, name: 'expiry', keys: { expiryHour: 1 } },
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
+
+/** The outbox flags, each with the value that says its side effect is confirmed. */
+const OUTBOX_DONE = { workPublished: true, eventPublished: true, refundPending: false } as const;
+export type OutboxFlag = keyof typeof OUTBOX_DONE;
 
 /** What a guarded transition expects to find: the state the decision was made on. */
 export interface ExpectedState {
@@ -56,10 +60,23 @@ const SUMMARY_FIELDS = {
 export class JobRepository extends KeyedRepository<JobDocument> {
   /** The same collection, as it also holds abandoned creations (domain/job.ts). */
   private readonly entries: Collection<JobDocument | AbandonedCreation>;
+  /** One per flag: confirmations of many jobs written together (see markDone). */
+  private readonly confirmations = new Map<OutboxFlag, WriteBatcher<string>>();
 
   constructor(db: Db) {
     super(db, JOBS_COLLECTION);
     this.entries = db.collection(JOBS_COLLECTION);
+    for (const flag of Object.keys(OUTBOX_DONE) as OutboxFlag[]) {
+      this.confirmations.set(
+        flag,
+        new WriteBatcher(async (jobIds) => {
+          await this.collection.updateMany(
+            { _id: { $in: [...new Set(jobIds)] } },
+            { $set: { [flag]: OUTBOX_DONE[flag] } },
+          );
+        }),
+      );
+    }
   }
 
   /** False when the id is taken already: by a job, or by an abandoned creation. */
@@ -118,12 +135,14 @@ export class JobRepository extends KeyedRepository<JobDocument> {
     return outcome.modifiedCount === 1;
   }
 
-  /** Outbox flags only; safe to repeat, no guard needed beyond the id. */
-  async markDone(
-    jobId: string,
-    flags: Partial<Pick<JobDocument, 'workPublished' | 'eventPublished' | 'refundPending'>>,
-  ): Promise<void> {
-    await this.collection.updateOne({ _id: jobId }, { $set: flags });
+  /**
+   * Confirms one outbox flag: safe to repeat, no guard needed beyond the id. Confirmations that
+   * queue while one is being written go together in one updateMany by `_id` (FerretDB serves
+   * `_id: { $in }` from the `_id` index with this repository's patch, see Dependency notes), so
+   * a busy service writes one command for many jobs.
+   */
+  async markDone(jobId: string, flag: OutboxFlag): Promise<void> {
+    await this.confirmations.get(flag)!.add(jobId);
   }
 
   async list(query: ListQuery): Promise<JobDocument[]> {

@@ -266,7 +266,7 @@ export class JobAdmission {
       return { httpStatus: 202, job: await this.collaborators.reads.represent(stored) };
     try {
       await messaging.publishWork(jobWorkOf(job));
-      await jobs.markDone(job._id, { workPublished: true });
+      await jobs.markDone(job._id, 'workPublished');
     } catch (error) {
       logger.warn({ err: error, jobId: job._id }, 'work not published; the reconciler retries');
     }

@@ -34,7 +34,7 @@ export class Settlement {
           accountId: job.accountId,
           jobId: job._id,
         });
-        await jobs.markDone(job._id, { refundPending: false });
+        await jobs.markDone(job._id, 'refundPending');
       } catch (error) {
         logger.warn({ err: error, jobId: job._id }, 'refund not confirmed; the reconciler retries');
       }
@@ -42,7 +42,7 @@ export class Settlement {
     if (!job.eventPublished) {
       try {
         await messaging.publishEvent(jobEventOf(job));
-        await jobs.markDone(job._id, { eventPublished: true });
+        await jobs.markDone(job._id, 'eventPublished');
         // Counted with the event, which is published once per job (its outbox flag).
         this.metrics?.record({
           pipeline: job.pipeline,

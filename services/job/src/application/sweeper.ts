@@ -168,7 +168,7 @@ export class Sweeper {
     for (const job of await jobs.unpublished(createdBefore, BATCH)) {
       try {
         await messaging.publishWork(jobWorkOf(job));
-        await jobs.markDone(job._id, { workPublished: true });
+        await jobs.markDone(job._id, 'workPublished');
         republished++;
       } catch (error) {
         logger.warn({ err: error, jobId: job._id }, 'work still not published');

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { WriteBatcher } from './write-batcher';
+
+/** A write that finishes only when the test says so. */
+function controlledWrites() {
+  const batches: number[][] = [];
+  const finish: (() => void)[] = [];
+  const write = (items: number[]) =>
+    new Promise<void>((resolve) => {
+      batches.push(items);
+      finish.push(resolve);
+    });
+  return { batches, finish, write };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('WriteBatcher', () => {
+  it('writes the first item at once and what queued behind it in one next write', async () => {
+    const { batches, finish, write } = controlledWrites();
+    const batcher = new WriteBatcher(write);
+    const first = batcher.add(1);
+    await turn();
+    expect(batches).toEqual([[1]]);
+    const behind = [batcher.add(2), batcher.add(3), batcher.add(4)];
+    await turn();
+    expect(batches).toEqual([[1]]);
+    finish[0]!();
+    await first;
+    await turn();
+    expect(batches).toEqual([[1], [2, 3, 4]]);
+    finish[1]!();
+    await Promise.all(behind);
+  });
+
+  it('splits at maxBatch and rejects the items of a write that failed, and only those', async () => {
+    let calls = 0;
+    const written: number[][] = [];
+    const batcher = new WriteBatcher<number>(async (items) => {
+      calls++;
+      if (calls === 1) throw new Error('unavailable');
+      written.push(items);
+    }, 2);
+    const outcomes = await Promise.allSettled([1, 2, 3].map((item) => batcher.add(item)));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'rejected',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect(written).toEqual([[3]]);
+    // Idle again: the next item starts a write of its own.
+    await batcher.add(4);
+    expect(written).toEqual([[3], [4]]);
+  });
+});
