@@ -38,10 +38,8 @@ import { UPLOAD_RETENTION_MS } from '../../services/upload/src/application/uploa
 import { parseFilename } from '../../services/upload/src/domain/filename';
 import type { ContentFormat } from '../../services/upload/src/domain/signature';
 import type { Upload } from '../../services/upload/src/domain/upload';
-import type {
-  AttemptDocument,
-  DeliveryDocument,
-} from '../../services/webhook/src/adapters/delivery-store';
+import type { AttemptDocument } from '../../services/webhook/src/adapters/attempt-repository';
+import type { DeliveryDocument } from '../../services/webhook/src/adapters/delivery-repository';
 import {
   buildPayload,
   deliveryKey,
@@ -95,15 +93,12 @@ export interface JobTrail {
   ledger: LedgerEntry[];
   usage: UsageDocument | null;
   /** Only for uploads younger than the upload sweeper's retention. */
-  upload: UploadDocument | null;
+  upload: Upload | null;
   /** The Idempotency-Key claim of a queued job younger than the key's lifetime. */
   claim: IdempotencyClaim | null;
   delivery: DeliveryDocument | null;
   attempts: AttemptDocument[];
 }
-
-/** An Upload as UploadRepository stores it: its id as `_id`. */
-export type UploadDocument = Omit<Upload, 'id'> & { _id: string };
 
 export function jobTrail(accountId: string, now: Date): JobTrail {
   const createdAt = new Date(now.getTime() - jobAge());
@@ -251,7 +246,7 @@ function consumedUpload(accountId: string, upload: SeedUpload): ConsumedUpload {
   };
 }
 
-function uploadDocument(accountId: string, upload: SeedUpload, jobCreatedAt: Date): UploadDocument {
+function uploadDocument(accountId: string, upload: SeedUpload, jobCreatedAt: Date): Upload {
   return {
     _id: upload.id,
     accountId,

@@ -8,7 +8,8 @@ import {
   JOBS_COLLECTION,
 } from '../../services/job/src/adapters/job-repository';
 import { UPLOADS_COLLECTION } from '../../services/upload/src/adapters/upload-repository';
-import { ATTEMPTS, DELIVERIES } from '../../services/webhook/src/adapters/delivery-store';
+import { ATTEMPTS } from '../../services/webhook/src/adapters/attempt-repository';
+import { DELIVERIES } from '../../services/webhook/src/adapters/delivery-repository';
 import { type BenchStack, dataOf } from './bench-stack';
 import { type JobTrail, jobTrail } from './seed-documents';
 

@@ -1,5 +1,5 @@
 import { runService } from '@tamp/kit';
-import { WEBHOOK_INDEXES } from './adapters/delivery-store';
+import { WEBHOOK_INDEXES } from './adapters/delivery-repository';
 import { configSchema, targetPolicyFrom } from './config';
 import { startWebhookService } from './service';
 

@@ -9,8 +9,9 @@ import {
   type Rpc,
 } from '@tamp/kit';
 import type { TargetPolicy, Topology } from '@tamp/proto';
+import { AttemptRepository } from './adapters/attempt-repository';
 import { BillingAccounts } from './adapters/billing-accounts';
-import { DeliveryStore, WEBHOOK_INDEXES } from './adapters/delivery-store';
+import { DeliveryRepository, WEBHOOK_INDEXES } from './adapters/delivery-repository';
 import { FinishedJobs } from './adapters/finished-jobs';
 import type { HostnameResolver } from './adapters/hostname-resolver';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './adapters/safe-http-client';
@@ -78,12 +79,14 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   const instance = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
   await provisionIndexes(db, WEBHOOK_INDEXES);
-  const store = new DeliveryStore(db);
+  const deliveries = new DeliveryRepository(db);
+  const attempts = new AttemptRepository(db);
   const accounts = new BillingAccounts(rpc, nats, topology, logger);
   await accounts.start();
-  const metrics = new WebhookMetrics(options.metrics, store, logger);
+  const metrics = new WebhookMetrics(options.metrics, deliveries, logger);
   const attempt = new DeliveryAttempt(
-    store,
+    deliveries,
+    attempts,
     accounts,
     metrics,
     {
@@ -99,7 +102,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     logger,
   );
   const scheduler = new DeliveryScheduler(
-    store,
+    deliveries,
     attempt,
     {
       pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
@@ -113,7 +116,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   const events = await consumeJobEvents({
     nats,
     topology,
-    intake: new DeliveryIntake(store, accounts, now, logger, () => scheduler.wake()),
+    intake: new DeliveryIntake(deliveries, accounts, now, logger, () => scheduler.wake()),
     retryDelayMs: unavailableRetryMs,
     logger,
   });
@@ -123,12 +126,12 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     accounts,
     new FinishedJobs(rpc),
     new SignedSender({ policy, timeoutMs, resolveHostname: options.resolveHostname }, clock),
-    store,
+    attempts,
     instance,
     logger,
   );
   const endpoints = await serveWebhookEndpoints(rpc, {
-    log: new DeliveryLog(store, now, logger),
+    log: new DeliveryLog(deliveries, attempts, now, logger),
     testDelivery,
   });
   logger.info(

@@ -7,6 +7,7 @@ import {
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
+import { DELIVERIES, type DeliveryDocument } from '../src/adapters/delivery-repository';
 import { deliveryKey } from '../src/domain/payload';
 import {
   type RecordedRequest,
@@ -51,7 +52,7 @@ describe('webhook service (local development policy, fast schedule)', () => {
   });
 
   async function delivery(jobId: string, event: 'job.completed' | 'job.failed') {
-    return slice.store.get(deliveryKey(jobId, event));
+    return slice.deliveries.find(deliveryKey(jobId, event));
   }
 
   it('delivers a completed job with the spec payload, headers and signatures', async () => {
@@ -211,7 +212,9 @@ describe('webhook service (local development policy, fast schedule)', () => {
     );
     await sleep(200);
     expect(target.requests).toHaveLength(1);
-    const stored = await slice.store.deliveries.countDocuments({ jobId: event.jobId });
+    const stored = await slice.db
+      .collection<DeliveryDocument>(DELIVERIES)
+      .countDocuments({ jobId: event.jobId });
     expect(stored).toBe(1);
   });
 
@@ -431,7 +434,8 @@ describe('webhook service (production policy)', () => {
     for (const event of events) {
       await waitFor(
         async () =>
-          (await slice.store.get(deliveryKey(event.jobId, event.event)))?.status === 'refused',
+          (await slice.deliveries.find(deliveryKey(event.jobId, event.event)))?.status ===
+          'refused',
         `the refusal of ${event.webhookUrl}`,
       );
     }
@@ -482,15 +486,21 @@ describe('webhook service restarts', () => {
     const event = completedEvent(owner.accountId, target.origin);
     await slice.publish(event);
     const key = deliveryKey(event.jobId, event.event);
-    await waitFor(async () => (await slice.store.get(key))?.attempts === 1, 'the first attempt');
+    await waitFor(
+      async () => (await slice.deliveries.find(key))?.attempts === 1,
+      'the first attempt',
+    );
     await first.service.stop();
-    expect((await slice.store.get(key))?.status).toBe('scheduled');
+    expect((await slice.deliveries.find(key))?.status).toBe('scheduled');
     expect(target.requests).toHaveLength(1);
 
     const { metrics } = await slice.startService({ instanceId: 'second' });
-    await waitFor(async () => (await slice.store.get(key))?.status === 'delivered', 'the retry');
+    await waitFor(
+      async () => (await slice.deliveries.find(key))?.status === 'delivered',
+      'the retry',
+    );
     expect(target.requests).toHaveLength(2);
-    const attempts = await slice.store.listAttempts(event.jobId);
+    const attempts = await slice.attempts.listOfJob(event.jobId);
     expect(attempts.map((a) => [a.attempt, a.outcome, a.instance])).toEqual([
       [1, 'failed', 'first'],
       [2, 'delivered', 'second'],
@@ -506,7 +516,7 @@ describe('webhook service restarts', () => {
     const key = deliveryKey(event.jobId, event.event);
     // What a crashed instance leaves behind: a claimed sequence whose lease has run out.
     const past = new Date(Date.now() - 60_000);
-    await slice.store.deliveries.insertOne({
+    await slice.db.collection<DeliveryDocument>(DELIVERIES).insertOne({
       _id: key,
       jobId: event.jobId,
       accountId: owner.accountId,
@@ -526,7 +536,10 @@ describe('webhook service restarts', () => {
       createdAt: past,
       updatedAt: past,
     });
-    await waitFor(async () => (await slice.store.get(key))?.status === 'delivered', 'the takeover');
+    await waitFor(
+      async () => (await slice.deliveries.find(key))?.status === 'delivered',
+      'the takeover',
+    );
     expect(target.requests).toHaveLength(1);
     expect(target.requests[0]?.body.toString()).toBe('{"event":"job.completed"}');
   });

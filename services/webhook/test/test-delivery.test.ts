@@ -3,6 +3,8 @@ import { LOCAL_DEVELOPMENT_POLICY, newWebhookSecret, webhookEndpoints } from '@t
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../examples/verify-delivery';
+import { ATTEMPTS, type AttemptDocument } from '../src/adapters/attempt-repository';
+import { DELIVERIES, type DeliveryDocument } from '../src/adapters/delivery-repository';
 import { buildPayload, deliveryKey } from '../src/domain/payload';
 import { receiverPool, watchConnectionAttempts } from './support/loopback-receiver';
 import { expectRejected, expectVerified, stringHeaders } from './support/signatures';
@@ -47,7 +49,8 @@ describe('test deliveries (sendTestDelivery)', () => {
     slice.rpc.call(webhookEndpoints.sendTestDelivery, { accountId, jobId }, { timeoutMs: 10_000 });
   const listed = async (jobId: string) =>
     (await slice.rpc.call(webhookEndpoints.listDeliveries, { jobId })).deliveries;
-  const sequences = (jobId: string) => slice.store.deliveries.countDocuments({ jobId });
+  const sequences = (jobId: string) =>
+    slice.db.collection<DeliveryDocument>(DELIVERIES).countDocuments({ jobId });
 
   it("sends the job's event once to the current default URL, signed with the current secrets, and logs it", async () => {
     const target = await receivers.start();
@@ -89,7 +92,9 @@ describe('test deliveries (sendTestDelivery)', () => {
       },
     ]);
     // Marked as a test delivery in the log, outside any sequence; no sequence was made.
-    expect(await slice.store.attempts.findOne({ jobId: event.jobId })).toMatchObject({
+    expect(
+      await slice.db.collection<AttemptDocument>(ATTEMPTS).findOne({ jobId: event.jobId }),
+    ).toMatchObject({
       test: true,
       sequence: 0,
       instance: 'main',
@@ -167,13 +172,13 @@ describe('test deliveries (sendTestDelivery)', () => {
     await slice.publish(event);
     const key = deliveryKey(event.jobId, event.event);
     await expect
-      .poll(async () => (await slice.store.get(key))?.status, { timeout: 15_000 })
+      .poll(async () => (await slice.deliveries.find(key))?.status, { timeout: 15_000 })
       .toBe('delivered');
-    const before = await slice.store.get(key);
+    const before = await slice.deliveries.find(key);
 
     expect((await send(customer.accountId, event.jobId)).outcome).toBe('delivered');
     await sleep(200);
-    expect(await slice.store.get(key)).toEqual(before);
+    expect(await slice.deliveries.find(key)).toEqual(before);
     expect(own.requests).toHaveLength(1);
     expect(fallback.requests).toHaveLength(1);
     expect((await listed(event.jobId)).map((attempt) => [attempt.attempt, attempt.target])).toEqual(

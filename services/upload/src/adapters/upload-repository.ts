@@ -1,12 +1,7 @@
-import type { Db, IndexSpecification } from '@tamp/kit';
+import { type Db, type IndexSpecification, KeyedRepository } from '@tamp/kit';
 import type { FirstConsumption, Upload } from '../domain/upload';
 
-type UploadDocument = Omit<Upload, 'id'> & { _id: string };
-
 export const UPLOADS_COLLECTION = 'uploads';
-
-// The driver's Collection type, without depending on the driver package directly.
-const uploadsIn = (db: Db) => db.collection<UploadDocument>(UPLOADS_COLLECTION);
 
 /** Lookups are by `_id`; the sweeper walks uploads by age. */
 export const UPLOAD_INDEXES: readonly IndexSpecification[] = [
@@ -18,20 +13,13 @@ export const UPLOAD_INDEXES: readonly IndexSpecification[] = [
  * this service is the collection's only writer, which (with kit's one FerretDB connection per
  * process) keeps the guards atomic.
  */
-export class UploadRepository {
-  private readonly uploads: ReturnType<typeof uploadsIn>;
-
+export class UploadRepository extends KeyedRepository<Upload> {
   constructor(db: Db) {
-    this.uploads = uploadsIn(db);
+    super(db, UPLOADS_COLLECTION);
   }
 
   async insert(upload: Upload): Promise<void> {
-    await this.uploads.insertOne(toDocument(upload));
-  }
-
-  async find(id: string): Promise<Upload | undefined> {
-    const document = await this.uploads.findOne({ _id: id });
-    return document === null ? undefined : fromDocument(document);
+    await this.collection.insertOne(upload);
   }
 
   /**
@@ -42,35 +30,26 @@ export class UploadRepository {
     id: string,
     consumption: FirstConsumption,
   ): Promise<FirstConsumption> {
-    const result = await this.uploads.updateOne(
+    const result = await this.collection.updateOne(
       { _id: id, consumption: null },
       { $set: { consumption } },
     );
     if (result.modifiedCount === 1) return consumption;
-    const stored = await this.uploads.findOne({ _id: id });
+    const stored = await this.find(id);
     // Gone only if swept meanwhile (days old); the facts just measured are still true.
     return stored?.consumption ?? consumption;
   }
 
   /** The oldest uploads created before `cutoff`, at most `limit` of them. */
-  async findCreatedBefore(cutoff: Date, limit: number): Promise<Upload[]> {
-    const documents = await this.uploads
+  findCreatedBefore(cutoff: Date, limit: number): Promise<Upload[]> {
+    return this.collection
       .find({ createdAt: { $lt: cutoff } })
       .sort({ createdAt: 1 })
       .limit(limit)
       .toArray();
-    return documents.map(fromDocument);
   }
 
   async delete(id: string): Promise<void> {
-    await this.uploads.deleteOne({ _id: id });
+    await this.collection.deleteOne({ _id: id });
   }
-}
-
-function toDocument({ id, ...rest }: Upload): UploadDocument {
-  return { _id: id, ...rest };
-}
-
-function fromDocument({ _id, ...rest }: UploadDocument): Upload {
-  return { id: _id, ...rest };
 }

@@ -69,7 +69,7 @@ export class UploadSweeper {
         // Object first: if deleting the document then fails, the next pass finds it again.
         await this.storage.remove(upload.key);
         await this.storage.remove(checkedKeyOf(upload));
-        await this.repository.delete(upload.id);
+        await this.repository.delete(upload._id);
         removed++;
       }
       if (batch.length < BATCH_SIZE) break;

@@ -47,7 +47,7 @@ export class Uploads {
     const id = newId('upload', createdAt.getTime());
     const key = storageKeys.upload(request.accountId, id);
     const upload: Upload = {
-      id,
+      _id: id,
       accountId: request.accountId,
       filename: request.filename,
       extension,
@@ -78,7 +78,7 @@ export class Uploads {
     // A malformed id is unknown, never a validation error (docs/decisions.md#ids).
     const found = isId('upload', request.uploadId)
       ? await this.repository.find(request.uploadId)
-      : undefined;
+      : null;
     const upload = checkAvailability(found, request, now);
     let consumption = upload.consumption;
     if (consumption === null) {
@@ -89,13 +89,13 @@ export class Uploads {
       );
       if (object === undefined) throw notCompleted();
       consumption = await this.repository.recordFirstConsumption(
-        upload.id,
+        upload._id,
         inspectStoredObject(upload, object, now),
       );
     }
     judgeConsumption(consumption, request.maxUploadBytes);
     return {
-      uploadId: upload.id,
+      uploadId: upload._id,
       key: checkedKeyOf(upload),
       size: consumption.size,
       contentType: upload.contentType,
@@ -105,6 +105,6 @@ export class Uploads {
 }
 
 /** Where the checked copy of an upload lives (see UploadStorage.takeCheckedCopy). */
-export function checkedKeyOf(upload: { accountId: string; id: string }): string {
-  return storageKeys.checkedUpload(upload.accountId, upload.id);
+export function checkedKeyOf(upload: { accountId: string; _id: string }): string {
+  return storageKeys.checkedUpload(upload.accountId, upload._id);
 }

@@ -34,11 +34,11 @@ export interface ConsumptionRequest {
 
 /** Checks 1–3. Returns the upload when a job may go on to the storage checks. */
 export function checkAvailability(
-  upload: Upload | undefined,
+  upload: Upload | null,
   request: ConsumptionRequest,
   now: Date,
 ): Upload {
-  if (upload === undefined || upload.accountId !== request.accountId) {
+  if (upload === null || upload.accountId !== request.accountId) {
     throw new ServiceError('UPLOAD_NOT_FOUND', 'No upload with this id exists');
   }
   const accepted: readonly UploadExtension[] = EXTENSIONS_BY_PIPELINE[request.pipeline];

@@ -3,7 +3,8 @@ import type { ContentFormat } from './signature';
 
 /** An upload as this service keeps it (the `uploads` collection, owned by this service alone). */
 export interface Upload {
-  id: string;
+  /** The upload id (`upl_…`). */
+  _id: string;
   accountId: string;
   /** As the client sent it; only ever displayed, never part of a storage key. */
   filename: string;

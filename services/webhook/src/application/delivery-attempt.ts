@@ -7,8 +7,9 @@ import {
   storedContext,
 } from '@tamp/kit';
 import type { TargetPolicy } from '@tamp/proto';
+import type { AttemptDocument, AttemptRepository } from '../adapters/attempt-repository';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
-import type { AttemptDocument, DeliveryDocument, DeliveryStore } from '../adapters/delivery-store';
+import type { DeliveryDocument, DeliveryRepository } from '../adapters/delivery-repository';
 import type { HostnameResolver } from '../adapters/hostname-resolver';
 import { deliverWebhook } from '../adapters/safe-http-client';
 import { type AttemptOutcome, nextStep } from '../domain/delivery-state';
@@ -155,7 +156,8 @@ export class DeliveryAttempt {
   private readonly sender: SignedSender;
 
   constructor(
-    private readonly store: DeliveryStore,
+    private readonly deliveries: DeliveryRepository,
+    private readonly attempts: AttemptRepository,
     private readonly accounts: BillingAccounts,
     private readonly metrics: WebhookMetrics,
     private readonly settings: AttemptSettings,
@@ -195,7 +197,7 @@ export class DeliveryAttempt {
         .child({ jobId: delivery.jobId, event: delivery.event })
         .warn({ err: error }, 'billing unavailable; webhook attempt postponed');
       const retryAt = new Date(this.clock() + this.settings.unavailableRetryMs);
-      await this.store.release(delivery._id, claimId, retryAt, new Date(this.clock()));
+      await this.deliveries.release(delivery._id, claimId, retryAt, new Date(this.clock()));
       return retryAt;
     }
     if (account === null) {
@@ -227,7 +229,7 @@ export class DeliveryAttempt {
       this.random,
     );
     // The record first: an attempt that happened is never lost, even if the update below is.
-    await this.store.recordAttempt(
+    await this.attempts.insert(
       attemptRecordOf(result, {
         jobId: delivery.jobId,
         event: delivery.event,
@@ -238,7 +240,7 @@ export class DeliveryAttempt {
       }),
     );
     const nextAttemptAt = step.nextAttemptAt === null ? null : new Date(step.nextAttemptAt);
-    const kept = await this.store.finishAttempt(delivery._id, claimId, {
+    const kept = await this.deliveries.finishAttempt(delivery._id, claimId, {
       attempts: attemptNumber,
       status: step.status,
       nextAttemptAt,

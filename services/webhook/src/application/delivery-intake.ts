@@ -1,13 +1,13 @@
 import { contextToStore, type Logger, type StreamVerdict } from '@tamp/kit';
 import type { JobEvent } from '@tamp/proto';
 import type { BillingAccounts, DefaultTarget } from '../adapters/billing-accounts';
-import type { DeliveryStore } from '../adapters/delivery-store';
+import type { DeliveryRepository } from '../adapters/delivery-repository';
 import { buildPayload, deliveryKey, serializePayload, webhookIdFor } from '../domain/payload';
 
 /** Turns a job event into its one durable delivery sequence (`webhook_deliveries`). */
 export class DeliveryIntake {
   constructor(
-    private readonly store: DeliveryStore,
+    private readonly deliveries: DeliveryRepository,
     private readonly accounts: BillingAccounts,
     private readonly now: () => Date,
     private readonly logger: Logger,
@@ -43,7 +43,7 @@ export class DeliveryIntake {
     }
     if (target === null || target === '') return 'ack';
     const createdAt = this.now();
-    const inserted = await this.store.schedule({
+    const inserted = await this.deliveries.schedule({
       _id: deliveryKey(event.jobId, event.event),
       jobId: event.jobId,
       accountId: event.accountId,

@@ -1,12 +1,14 @@
 import type { Logger } from '@tamp/kit';
 import { isId } from '@tamp/proto';
-import type { DeliveryStore } from '../adapters/delivery-store';
+import type { AttemptRepository } from '../adapters/attempt-repository';
+import type { DeliveryRepository } from '../adapters/delivery-repository';
 import type { WebhookEventName } from '../domain/payload';
 
 /** What operators see and do: a job's attempts, and a fresh sequence on request. */
 export class DeliveryLog {
   constructor(
-    private readonly store: DeliveryStore,
+    private readonly deliveries: DeliveryRepository,
+    private readonly attempts: AttemptRepository,
     private readonly now: () => Date,
     private readonly logger: Logger,
   ) {}
@@ -16,7 +18,7 @@ export class DeliveryLog {
    * cannot hold, such as one with U+0000, would fail the query instead of finding nothing).
    */
   async list(jobId: string) {
-    const attempts = isId('job', jobId) ? await this.store.listAttempts(jobId) : [];
+    const attempts = isId('job', jobId) ? await this.attempts.listOfJob(jobId) : [];
     return {
       deliveries: attempts.map((attempt) => ({
         deliveryId: attempt._id,
@@ -35,7 +37,7 @@ export class DeliveryLog {
 
   async redeliver(jobId: string, event: WebhookEventName | undefined) {
     if (!isId('job', jobId)) return { scheduled: false };
-    const reset = await this.store.redeliver(jobId, event, this.now());
+    const reset = await this.deliveries.redeliver(jobId, event, this.now());
     if (reset > 0) this.logger.info({ jobId, event, reset }, 'webhook redelivery scheduled');
     return { scheduled: reset > 0 };
   }

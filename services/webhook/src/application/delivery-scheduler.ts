@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@tamp/kit';
-import type { DeliveryStore } from '../adapters/delivery-store';
+import type { DeliveryRepository } from '../adapters/delivery-repository';
 import type { DeliveryAttempt } from './delivery-attempt';
 
 /** How many future due times the scheduler remembers (each a retry of one of its attempts). */
@@ -41,7 +41,7 @@ export class DeliveryScheduler {
   private stopped = false;
 
   constructor(
-    private readonly store: DeliveryStore,
+    private readonly deliveries: DeliveryRepository,
     private readonly attempt: DeliveryAttempt,
     private readonly settings: SchedulerSettings,
     private readonly now: () => Date,
@@ -120,8 +120,8 @@ export class DeliveryScheduler {
   }
 
   private async tick(): Promise<void> {
-    const { store, logger } = this;
-    const recovered = await store.recoverExpiredLeases(this.now());
+    const { deliveries, logger } = this;
+    const recovered = await deliveries.recoverExpiredLeases(this.now());
     if (recovered > 0) logger.warn({ recovered }, 'took over webhook attempts whose lease expired');
     this.saturated = false;
     while (!this.stopped) {
@@ -132,7 +132,7 @@ export class DeliveryScheduler {
       const claimId = randomUUID();
       const claimedAt = this.now();
       const leaseUntil = new Date(claimedAt.getTime() + this.settings.leaseMs);
-      const delivery = await store.claimDue(claimedAt, leaseUntil, claimId);
+      const delivery = await deliveries.claimDue(claimedAt, leaseUntil, claimId);
       if (delivery === null) break;
       const running: Promise<void> = this.attempt
         .run(delivery, claimId)

@@ -1,7 +1,7 @@
 import type { EndpointResponse, Logger } from '@tamp/kit';
 import type { webhookEndpoints } from '@tamp/proto';
+import type { AttemptRepository } from '../adapters/attempt-repository';
 import type { BillingAccounts } from '../adapters/billing-accounts';
-import type { DeliveryStore } from '../adapters/delivery-store';
 import type { FinishedJobs } from '../adapters/finished-jobs';
 import { buildPayload, serializePayload, webhookIdFor } from '../domain/payload';
 import { attemptRecordOf, type SignedSender } from './delivery-attempt';
@@ -29,7 +29,7 @@ export class TestDelivery {
     private readonly accounts: BillingAccounts,
     private readonly jobs: FinishedJobs,
     private readonly sender: SignedSender,
-    private readonly store: DeliveryStore,
+    private readonly attempts: AttemptRepository,
     /** Recorded with the attempt. */
     private readonly instance: string,
     private readonly logger: Logger,
@@ -51,7 +51,7 @@ export class TestDelivery {
       },
       account,
     );
-    await this.store.recordAttempt(
+    await this.attempts.insert(
       attemptRecordOf(sent, {
         jobId: event.jobId,
         event: event.event,

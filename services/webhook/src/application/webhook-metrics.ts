@@ -1,6 +1,6 @@
 import type { Logger, Registry } from '@tamp/kit';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { DeliveryStore } from '../adapters/delivery-store';
+import type { DeliveryRepository } from '../adapters/delivery-repository';
 
 /** The service's Prometheus metrics; `close` stops the gauge from reading the store. */
 export class WebhookMetrics {
@@ -8,7 +8,7 @@ export class WebhookMetrics {
   readonly attemptDuration: Histogram;
   private closed = false;
 
-  constructor(registry: Registry, store: DeliveryStore, logger: Logger) {
+  constructor(registry: Registry, store: DeliveryRepository, logger: Logger) {
     this.deliveriesTotal = new Counter({
       name: 'tamp_webhook_deliveries_total',
       help: 'Webhook delivery attempts by outcome (delivered, failed = will retry, exhausted = last retry failed, refused)',

@@ -23,7 +23,8 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
-import { DeliveryStore } from '../../src/adapters/delivery-store';
+import { AttemptRepository } from '../../src/adapters/attempt-repository';
+import { DeliveryRepository } from '../../src/adapters/delivery-repository';
 import {
   startWebhookService,
   type WebhookService,
@@ -42,7 +43,8 @@ export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent'
 export interface Slice {
   topology: Topology;
   db: Db;
-  store: DeliveryStore;
+  deliveries: DeliveryRepository;
+  attempts: AttemptRepository;
   /** The caller side, as the gateway would use it. */
   rpc: Rpc;
   accounts: Map<string, AccountView>;
@@ -121,7 +123,8 @@ export async function startSlice(defaults: {
   return {
     topology,
     db,
-    store: new DeliveryStore(db),
+    deliveries: new DeliveryRepository(db),
+    attempts: new AttemptRepository(db),
     rpc: new Rpc(client, topology, logger),
     accounts,
     billingOutages,

@@ -1,10 +1,9 @@
-import type { Db, IndexSpecification } from '@tamp/kit';
-import type { Collection } from 'mongodb';
+import { type Db, type IndexSpecification, KeyedRepository } from '@tamp/kit';
 import type { AttemptOutcome, DeliveryStatus } from '../domain/delivery-state';
 import type { WebhookEventName } from '../domain/payload';
+import { ATTEMPTS } from './attempt-repository';
 
 export const DELIVERIES = 'webhook_deliveries';
-export const ATTEMPTS = 'webhook_attempts';
 
 export const WEBHOOK_INDEXES: readonly IndexSpecification[] = [
   { collection: DELIVERIES, name: 'due', keys: { status: 1, nextAttemptAt: 1 } },
@@ -44,32 +43,6 @@ export interface DeliveryDocument {
   updatedAt: Date;
 }
 
-/**
- * One attempt, kept forever (operators read them with listDeliveries): a sequence's, or a test
- * delivery's. `_id` = deliveryId.
- */
-export interface AttemptDocument {
-  _id: string;
-  jobId: string;
-  event: WebhookEventName;
-  sequence: number;
-  attempt: number;
-  attemptedAt: Date;
-  target: string;
-  statusCode: number | null;
-  latencyMs: number | null;
-  outcome: AttemptOutcome;
-  error: string | null;
-  /** Which service instance made the attempt. */
-  instance: string;
-  /**
-   * A test delivery (`sendTestDelivery`, the dashboard's button): one attempt outside the job's
-   * delivery sequence, `sequence` 0 and `attempt` 1, never retried. Absent on a sequence's
-   * attempts. Not part of `listDeliveries`' answer, which shows it as any other attempt.
-   */
-  test?: true;
-}
-
 export type NewDelivery = Omit<
   DeliveryDocument,
   | 'sequence'
@@ -82,49 +55,34 @@ export type NewDelivery = Omit<
   | 'updatedAt'
 >;
 
-const DUPLICATE_KEY = 11000;
-
 /**
- * The webhook service's MongoDB state. Every change is one guarded single-document update
- * (FerretDB has no transactions; kit serializes this process's operations on one connection).
+ * The `webhook_deliveries` collection: one delivery sequence per job event. Every change is one
+ * guarded single-document update (FerretDB has no transactions; kit serializes this process's
+ * operations on one connection).
  */
-export class DeliveryStore {
-  readonly deliveries: Collection<DeliveryDocument>;
-  readonly attempts: Collection<AttemptDocument>;
-
+export class DeliveryRepository extends KeyedRepository<DeliveryDocument> {
   constructor(db: Db) {
-    this.deliveries = db.collection<DeliveryDocument>(DELIVERIES);
-    this.attempts = db.collection<AttemptDocument>(ATTEMPTS);
+    super(db, DELIVERIES);
   }
 
   /** Inserts the sequence once; `false` when it already exists (a redelivered event). */
-  async schedule(delivery: NewDelivery): Promise<boolean> {
-    try {
-      await this.deliveries.insertOne({
-        ...delivery,
-        sequence: 1,
-        attempts: 0,
-        status: 'scheduled',
-        leaseUntil: null,
-        claimId: null,
-        lastOutcome: null,
-        lastError: null,
-        updatedAt: delivery.createdAt,
-      });
-      return true;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === DUPLICATE_KEY) return false;
-      throw error;
-    }
-  }
-
-  async get(id: string): Promise<DeliveryDocument | null> {
-    return this.deliveries.findOne({ _id: id });
+  schedule(delivery: NewDelivery): Promise<boolean> {
+    return this.insertIfAbsent({
+      ...delivery,
+      sequence: 1,
+      attempts: 0,
+      status: 'scheduled',
+      leaseUntil: null,
+      claimId: null,
+      lastOutcome: null,
+      lastError: null,
+      updatedAt: delivery.createdAt,
+    });
   }
 
   /** Claims the most overdue sequence: `scheduled` and due → `delivering` with a lease. */
   async claimDue(now: Date, leaseUntil: Date, claimId: string): Promise<DeliveryDocument | null> {
-    return this.deliveries.findOneAndUpdate(
+    return this.collection.findOneAndUpdate(
       { status: 'scheduled', nextAttemptAt: { $lte: now } },
       { $set: { status: 'delivering', leaseUntil, claimId, updatedAt: now } },
       { sort: { nextAttemptAt: 1 }, returnDocument: 'after' },
@@ -136,7 +94,7 @@ export class DeliveryStore {
    * interrupted attempt may have reached the receiver; it is retried with the same number.
    */
   async recoverExpiredLeases(now: Date): Promise<number> {
-    const result = await this.deliveries.updateMany(
+    const result = await this.collection.updateMany(
       { status: 'delivering', leaseUntil: { $lte: now } },
       { $set: { status: 'scheduled', nextAttemptAt: now, leaseUntil: null, claimId: null } },
     );
@@ -145,7 +103,7 @@ export class DeliveryStore {
 
   /** Gives a claim back without counting an attempt (e.g. the account could not be read). */
   async release(id: string, claimId: string, nextAttemptAt: Date, now: Date): Promise<boolean> {
-    const result = await this.deliveries.updateOne(
+    const result = await this.collection.updateOne(
       { _id: id, status: 'delivering', claimId },
       {
         $set: {
@@ -173,7 +131,7 @@ export class DeliveryStore {
       now: Date;
     },
   ): Promise<boolean> {
-    const result = await this.deliveries.updateOne(
+    const result = await this.collection.updateOne(
       { _id: id, status: 'delivering', claimId },
       {
         $set: {
@@ -191,28 +149,16 @@ export class DeliveryStore {
     return result.modifiedCount === 1;
   }
 
-  async recordAttempt(attempt: AttemptDocument): Promise<void> {
-    await this.attempts.insertOne(attempt);
-  }
-
-  /** A job's attempts, oldest first. */
-  async listAttempts(jobId: string): Promise<AttemptDocument[]> {
-    return this.attempts
-      .find({ jobId })
-      .sort({ attemptedAt: 1, sequence: 1, attempt: 1 })
-      .toArray();
-  }
-
   /**
    * Starts a fresh sequence for the job's event(s): attempt 0, due now, a new claim space (an
    * attempt still in flight can no longer finish the document). Old attempts stay.
    */
   async redeliver(jobId: string, event: WebhookEventName | undefined, now: Date): Promise<number> {
     const filter = event === undefined ? { jobId } : { jobId, event };
-    const found = await this.deliveries.find(filter, { projection: { _id: 1 } }).toArray();
+    const found = await this.collection.find(filter, { projection: { _id: 1 } }).toArray();
     let reset = 0;
     for (const { _id } of found) {
-      const result = await this.deliveries.updateOne(
+      const result = await this.collection.updateOne(
         { _id },
         {
           $set: {
@@ -241,7 +187,7 @@ export class DeliveryStore {
   async countPendingRetries(): Promise<number> {
     let pending = 0;
     for (const status of ['scheduled', 'delivering'] as const) {
-      pending += await this.deliveries.countDocuments({ status, attempts: { $gt: 0 } });
+      pending += await this.collection.countDocuments({ status, attempts: { $gt: 0 } });
     }
     return pending;
   }
