@@ -106,7 +106,7 @@ describe('query plans', () => {
       recording.stop();
     }
     const commands = new Set(recording.queries.map((query) => query.command));
-    expect(commands).toEqual(new Set(['find', 'update', 'delete']));
+    expect(commands).toEqual(new Set(['find', 'findAndModify', 'update', 'delete']));
     expect(await queriesThatScan(harness.db, recording.queries)).toEqual([
       // The admissions collection holds only creations in progress: a few documents at most.
       'find admissions {"deadline":{"$lt":"date"}}',

@@ -136,6 +136,19 @@ export class JobRepository extends KeyedRepository<JobDocument> {
   }
 
   /**
+   * A worker's claim of a job never started (`created`, no attempt made) → `pending`, decided
+   * without reading the job first: the job after the claim, or null when it is not in that
+   * state (the caller then reads it and decides).
+   */
+  claimCreated(jobId: string, now: Date): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { _id: jobId, status: 'created', attempts: 0 },
+      { $set: { status: 'pending', updatedAt: now } },
+      { returnDocument: 'after' },
+    );
+  }
+
+  /**
    * Confirms one outbox flag: safe to repeat, no guard needed beyond the id. Confirmations that
    * queue while one is being written go together in one updateMany by `_id` (FerretDB serves
    * `_id: { $in }` from the `_id` index with this repository's patch, see Dependency notes), so

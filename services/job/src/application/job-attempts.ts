@@ -60,6 +60,8 @@ export class JobAttempts {
     worker: string,
   ): Promise<{ action: 'run' | 'skip' | 'failed'; work?: JobWorkMessage }> {
     const { jobs, clock, logger } = this;
+    const started = await this.startCreated(jobId, attempt, worker);
+    if (started !== null) return started;
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(jobId);
       if (job === null) {
@@ -104,6 +106,33 @@ export class JobAttempts {
       }
     }
     throw contention(jobId);
+  }
+
+  /**
+   * The common case in two writes and no read: a job never started is claimed (`created →
+   * pending`, guarded on exactly that), and as a job in that state has no attempt made and no
+   * hand-back, decideBegin would start attempt `delivery` (the deliveries before it were lost
+   * attempts), so it does. Null when the job is in any other state: the caller decides on it.
+   */
+  private async startCreated(
+    jobId: string,
+    delivery: number,
+    worker: string,
+  ): Promise<{ action: 'run'; work: JobWorkMessage } | null> {
+    if (delivery > LIMITS.attempts) return null;
+    const { jobs, clock, logger } = this;
+    const claimed = await jobs.claimCreated(jobId, clock());
+    if (claimed === null) return null;
+    const started = await jobs.transition(
+      jobId,
+      { status: 'pending', attempts: 0 },
+      { status: 'processing', attempts: delivery, retryAt: null },
+      clock(),
+    );
+    // Changed in between (by a concurrent delivery): the caller reads it and decides.
+    if (!started) return null;
+    logger.debug({ jobId, attempt: delivery, worker }, 'attempt started');
+    return { action: 'run', work: jobWorkOf(claimed) };
   }
 
   async complete(delivered: CompletionReport): Promise<{ accepted: boolean }> {
