@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four projects, named for what a test needs (README, "Tests and their infrastructure"):
+ * Four projects, named for what a test needs (docs/testing.md):
  * - unit: code alone, no server, no tool and no global setup; `npm run test:unit` runs it in
  *   seconds on a fresh clone.
  * - integration: one service or library against real NATS, MongoDB-wire and S3 servers, and the
@@ -34,6 +34,7 @@ export default defineConfig({
             'services/*/src/**/*.test.ts',
             'services/*/examples/**/*.test.ts',
             'client/test/unit/**/*.test.ts',
+            'scripts/docs/**/*.test.ts',
           ],
           exclude: [ADAPTER_TESTS, '**/node_modules/**'],
         },
@@ -43,6 +44,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['services/*/test/**/*.test.ts', ADAPTER_TESTS, 'scripts/**/*.test.ts'],
+          exclude: ['scripts/docs/**', '**/node_modules/**'],
           globalSetup: WITH_SERVERS,
         },
       },

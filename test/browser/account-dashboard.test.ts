@@ -799,7 +799,7 @@ describe('account dashboard in Chromium', () => {
       .toBe(true);
     expect(await details.getByRole('table').isVisible()).toBe(true);
     expect(await details.getByRole('rowheader').count()).toBeGreaterThanOrEqual(1);
-    // The README's picture of the dashboard: the usage page once jobs have run.
+    // docs/accounts.md's picture of the dashboard: the usage page once jobs have run.
     await inspect(view, 'usage-with-jobs');
   }, 90_000);
 

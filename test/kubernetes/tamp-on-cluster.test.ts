@@ -29,7 +29,7 @@ const _execFile = promisify(execFileCallback);
  * Tamp installed with Helm on a real one-node Kubernetes cluster (scripts/infra/kubernetes),
  * from images built here by buildah from docker/, used as an API client and an operator would:
  * through the chart's Services, a presigned upload, a webhook receiver pod, a worker pod killed
- * mid-job, a rolling upgrade under load, and an uninstall. README "Deploying on Kubernetes"
+ * mid-job, a rolling upgrade under load, and an uninstall. docs/kubernetes.md
  * describes the same steps as commands.
  */
 

@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 
-/** Four panels of the chart's dashboard, as the README shows them (docs/operating-dashboard.png). */
+/** Four panels of the chart's dashboard, as docs/operating.md shows them (docs/operating-dashboard.png). */
 const PANELS: Array<{ title: string; series: Array<{ label: string; promql: string }> }> = [
   {
     title: 'Jobs created and finished (total)',
@@ -66,7 +66,7 @@ function escapeXml(text: string): string {
 
 /**
  * Draws the panels from a live Prometheus since `since` (an SVG, rasterized by sharp)
- * into `file`: the README's picture of the dashboard is real data from the Prometheus test.
+ * into `file`: docs/operating.md's picture of the dashboard is real data from the Prometheus test.
  */
 export async function renderDashboardPicture(
   prometheusUrl: string,

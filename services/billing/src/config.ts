@@ -8,7 +8,10 @@ const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
-/** `PLANS_JSON`, e.g. `{"free":{"creditsPerPeriod":500}}`: merged over the default plans. */
+/**
+ * `PLANS_JSON`, e.g. `{"free":{"creditsPerPeriod":500}}`: merged over the default plans (upload
+ * size, credits per period, requests per minute).
+ */
 const plansJson = z
   .string()
   .optional()
@@ -31,7 +34,7 @@ const plansJson = z
     return planCatalog(overrides.data);
   });
 
-/** Optional AES-256 key (base64 of 32 bytes) sealing webhook secrets at rest. */
+/** Optional AES-256 key (base64 of 32 bytes) sealing webhook secrets at rest (AES-256-GCM). */
 const encryptionKey = z
   .string()
   .optional()

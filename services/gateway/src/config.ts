@@ -17,9 +17,11 @@ export const configSchema = z.object({
   ...webhookTargetEnv,
   /** Public API. */
   PORT: envPort.default(8080),
+  /** Address the public API listens on. */
   HOST: z.string().default('0.0.0.0'),
   /** Admin API: internal only, never behind the public ingress. */
   ADMIN_PORT: envPort.default(8081),
+  /** Address the admin API listens on (internal only). */
   ADMIN_HOST: z.string().default('127.0.0.1'),
   /** Bearer token of the admin API; unset → the admin API refuses every request. */
   ADMIN_TOKEN: z.string().min(16).optional(),

@@ -40,7 +40,7 @@ export const configSchema = z.object({
   JOB_IDEMPOTENCY_STALE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyStaleMs),
   /** How long a concurrent twin of a keyed request waits for the claimed job. */
   JOB_IDEMPOTENCY_WAIT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyWaitMs),
-  /** HMAC key of list cursors. */
+  /** HMAC key of list cursors; set the same on every replica. */
   JOB_CURSOR_SECRET: z.string().min(16).default(DEFAULT_JOB_SETTINGS.cursorSecret),
 });
 export type Config = z.output<typeof configSchema>;

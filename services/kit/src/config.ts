@@ -39,33 +39,47 @@ const booleanFlag = z
 
 /** Variables every service reads. */
 export const serviceEnv = {
+  /** pino level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Port of the /healthz, /readyz and /metrics server. */
   OPS_PORT: port.default(9090),
+  /** Address of the `/healthz`, `/readyz` and `/metrics` server. */
   OPS_HOST: z.string().default('0.0.0.0'),
-  /** OpenTelemetry stays off unless an OTLP endpoint is configured. */
+  /**
+   * OpenTelemetry stays off unless an OTLP endpoint is configured (OTLP over HTTP, e.g.
+   * `http://collector:4318`; see docs/tracing.md).
+   */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  /** Upper bound for a graceful stop. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),
 };
 
 export const natsEnv = {
+  /** NATS server(s), comma-separated. */
   NATS_URL: z.string().min(1),
   /** Prefix for every subject and stream, so installations can share a NATS server. */
   NATS_NAMESPACE: z.string().default(''),
 };
 
 export const mongoEnv = {
+  /** MongoDB connection string. */
   MONGO_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+  /** Database name. */
   MONGO_DATABASE: z.string().min(1).default('tamp'),
 };
 
 export const s3Env = {
+  /** S3 endpoint reached by the services. */
   S3_ENDPOINT: z.url(),
   /** The endpoint clients reach; presigned URLs are signed for it. Defaults to S3_ENDPOINT. */
   S3_PUBLIC_ENDPOINT: z.url().optional(),
+  /** S3 credentials. */
   S3_ACCESS_KEY: z.string().min(1),
+  /** S3 credentials. */
   S3_SECRET_KEY: z.string().min(1),
+  /** S3 region. */
   S3_REGION: z.string().min(1).default('us-east-1'),
+  /** S3 bucket. */
   S3_BUCKET: z.string().min(3).default('tamp'),
 };
 

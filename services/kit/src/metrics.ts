@@ -7,8 +7,8 @@ export type { Registry };
 
 /**
  * One registry per process, labelled with the service name, with Node's default metrics. The
- * metrics a service adds are defined below or beside their service; the README's "Operating
- * Tamp" explains each, and the chart's dashboard and alerts read them.
+ * metrics a service adds are defined below or beside their service; docs/operating.md
+ * explains each, and the chart's dashboard and alerts read them.
  */
 export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();

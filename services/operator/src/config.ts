@@ -16,6 +16,7 @@ export const configSchema = z
     KUBECONFIG: z.string().min(1).optional(),
     /** Namespace whose WorkerPools are reconciled; default: the kubeconfig's or the pod's. */
     WATCH_NAMESPACE: z.string().min(1).optional(),
+    /** Name of the Lease the operator replicas share for leader election. */
     LEASE_NAME: z.string().min(1).default('tamp-operator'),
     /** Unique per process; two candidates with one identity would both think they lead. */
     LEASE_IDENTITY: z
@@ -26,6 +27,7 @@ export const configSchema = z
     LEASE_DURATION_SECONDS: seconds.default(15),
     /** A leader that could not renew for this long stops acting (before its lease ends). */
     LEASE_RENEW_DEADLINE_MS: milliseconds.default(10_000),
+    /** Time between two tries to take or renew the lease. */
     LEASE_RETRY_PERIOD_MS: milliseconds.default(2_000),
     /** WorkerPools reconciled at the same time (one pool is never reconciled twice at once). */
     RECONCILE_CONCURRENCY: z.coerce.number().int().min(1).max(32).default(4),

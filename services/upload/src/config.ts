@@ -1,6 +1,8 @@
 import { mongoEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
 import { z } from 'zod';
-import { DEFAULT_SWEEP_INTERVAL_MS } from './service';
+
+/** Hourly: uploads live 2 days, so an hour late is nothing. */
+export const DEFAULT_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 export const configSchema = z.object({
   ...serviceEnv,

@@ -4,8 +4,7 @@ import { UploadStorage } from './adapters/upload-storage';
 import { serveUploadEndpoints } from './api/endpoints';
 import { UploadSweeper } from './application/upload-sweeper';
 import { type Clock, Uploads } from './application/uploads';
-
-export const DEFAULT_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+import { DEFAULT_SWEEP_INTERVAL_MS } from './config';
 
 export interface UploadDependencies {
   rpc: Rpc;

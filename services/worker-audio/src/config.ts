@@ -11,8 +11,9 @@ export const configSchema = z.object({
     .number()
     .positive()
     .default(4 * 3600),
-  /** ffmpeg / ffprobe binaries; default: from PATH. */
+  /** ffmpeg binary; default: from PATH. */
   FFMPEG_PATH: z.string().min(1).optional(),
+  /** ffprobe binary; default: from PATH. */
   FFPROBE_PATH: z.string().min(1).optional(),
 });
 export type Config = z.output<typeof configSchema>;

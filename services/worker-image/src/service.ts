@@ -22,7 +22,9 @@ export function startWorkerImageService(deps: WorkerImageDependencies) {
   });
   deps.logger.info(sharpState, 'sharp configured');
   if (!sharpState.jemalloc) {
-    deps.logger.warn('not running on jemalloc; see recommendedImageWorkerEnv() in the README');
+    deps.logger.warn(
+      'not running on jemalloc; see recommendedImageWorkerEnv() in services/worker-image/README.md',
+    );
   }
   const memory = new MemoryBudget(config.IMAGE_MEMORY_BUDGET_MB * 1024 * 1024);
   registerMemoryMetrics(deps.metrics, memory);

@@ -11,7 +11,7 @@ import { type CreditPostings, markerKeyOf } from './credit-postings';
 /**
  * Credits move only through CreditPostings, exactly once per ledger entry: a job's reservation
  * and its refund (both keyed by the job id), and an operator's grant. Reservations and refunds
- * are counted on /metrics (README "Operating Tamp").
+ * are counted on /metrics (docs/operating.md).
  */
 export class Credits {
   constructor(

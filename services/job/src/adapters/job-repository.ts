@@ -151,7 +151,7 @@ export class JobRepository extends KeyedRepository<JobDocument> {
   /**
    * Confirms one outbox flag: safe to repeat, no guard needed beyond the id. Confirmations that
    * queue while one is being written go together in one updateMany by `_id` (FerretDB serves
-   * `_id: { $in }` from the `_id` index with this repository's patch, see Dependency notes), so
+   * `_id: { $in }` from the `_id` index with this repository's patch, docs/dependencies.md), so
    * a busy service writes one command for many jobs.
    */
   async markDone(jobId: string, flag: OutboxFlag): Promise<void> {

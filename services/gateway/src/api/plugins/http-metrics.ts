@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 
 /**
  * Counts and times every answer of the app by its route pattern (`/v1/jobs/:id`, never the id),
- * on the service's /metrics (README "Operating Tamp"). Unmatched paths share one series.
+ * on the service's /metrics (docs/operating.md). Unmatched paths share one series.
  */
 export const httpMetricsPlugin = fp<{ metrics: HttpMetrics; api: 'public' | 'admin' }>(
   async (app, { metrics, api }) => {
