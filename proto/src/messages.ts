@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JOB_STATUSES, PIPELINES } from './limits';
-import { audioOperationSchema } from './pipelines/audio';
-import { imageOperationSchema } from './pipelines/image';
+import { audioChainSchema } from './pipelines/audio';
+import { imageChainSchema } from './pipelines/image';
 import { textOperationSchema } from './pipelines/text';
 
 /**
@@ -42,12 +42,12 @@ export const jobWorkMessage = z.discriminatedUnion('pipeline', [
   z.object({
     ...jobCommon,
     pipeline: z.literal('audio'),
-    operations: z.array(audioOperationSchema),
+    operations: audioChainSchema,
   }),
   z.object({
     ...jobCommon,
     pipeline: z.literal('image'),
-    operations: z.array(imageOperationSchema),
+    operations: imageChainSchema,
   }),
   z.object({ ...jobCommon, pipeline: z.literal('text'), operations: z.array(textOperationSchema) }),
 ]);

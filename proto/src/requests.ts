@@ -212,6 +212,9 @@ export type JobListQuery = z.input<typeof jobListQuery>;
  */
 export type CreationRoute = 'queued' | 'inline' | 'by-input-size';
 
+/** The pipelines with an inline path (workers serve `work.<pipeline>.inline`); audio is always queued. */
+export const INLINE_PIPELINES: ReadonlySet<Pipeline> = new Set(['image', 'text']);
+
 export function creationRoute(request: {
   pipeline: Pipeline;
   webhookUrl: string | null | undefined;
@@ -221,6 +224,7 @@ export function creationRoute(request: {
   imageFormat?: string | undefined;
 }): CreationRoute {
   if (request.webhookUrl !== null && request.webhookUrl !== undefined) return 'queued';
+  if (!INLINE_PIPELINES.has(request.pipeline)) return 'queued';
   switch (request.pipeline) {
     case 'audio':
       return 'queued';

@@ -135,3 +135,5 @@ export const audioPipeline = encodedPipeline({
 export const audioOperationSchema = audioPipeline.operationSchema;
 
 export const audioEncodeOf = audioPipeline.encodeOf;
+export const audioChainSchema = audioPipeline.chainSchema;
+export const splitAudioChain = audioPipeline.splitChain;

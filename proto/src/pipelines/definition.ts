@@ -211,6 +211,29 @@ export function describeOperations(
 
 type EncodeOf<Operation> = Extract<Operation, { type: 'encode' }>;
 
+/** A resolved chain of an encoding pipeline, split: the processing operations, then its encode. */
+export interface SplitChain<Operation extends { type: string }> {
+  processing: Exclude<Operation, { type: 'encode' }>[];
+  encode: EncodeOf<Operation>;
+}
+
+/**
+ * A chain that breaks the resolved-chain contract (exactly one encode, last) reached code that
+ * relies on it: a bug upstream, since every boundary validates chains with the pipeline's
+ * `chainSchema`, never bad user input.
+ */
+export class InvalidChainError extends TypeError {
+  override readonly name = 'InvalidChainError';
+}
+
+/** The resolved-chain rule of audio and image: exactly one encode, and it is last. */
+function endsWithTheOnlyEncode(chain: readonly { type: string }[]): boolean {
+  return (
+    chain.at(-1)?.type === 'encode' &&
+    chain.filter((operation) => operation.type === 'encode').length === 1
+  );
+}
+
 /** A pipeline whose chain always ends with one encode (audio, image), and that encode's rules. */
 export interface EncodedPipelineDefinition<
   Operation extends { type: string; params: unknown },
@@ -220,6 +243,8 @@ export interface EncodedPipelineDefinition<
   defaultEncode: EncodeOf<Operation>;
   /** The encode that ends a resolved chain. */
   encodeOf(chain: readonly Operation[]): EncodeOf<Operation>;
+  /** A resolved chain's processing operations and its encode (InvalidChainError otherwise). */
+  splitChain(chain: readonly Operation[]): SplitChain<Operation>;
 }
 
 /**
@@ -248,24 +273,32 @@ export function encodedPipeline<
   const operations = [...definition.operations, encodeOperation(declaration)] as const;
   const { operationSchema } = pipelineOperations(...operations);
   const defaultEncode = operationSchema.parse({ type: 'encode' }) as EncodeOf<Operation>;
-  const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => {
-    const encode = chain.at(-1);
-    if (encode?.type !== 'encode') {
-      throw new Error(`an ${definition.pipeline} chain always ends with encode`);
+  const splitChain = (chain: readonly Operation[]): SplitChain<Operation> => {
+    if (!endsWithTheOnlyEncode(chain)) {
+      throw new InvalidChainError(`an ${definition.pipeline} chain ends with exactly one encode`);
     }
-    return encode as EncodeOf<Operation>;
+    return {
+      processing: chain.slice(0, -1) as Exclude<Operation, { type: 'encode' }>[],
+      encode: chain.at(-1) as EncodeOf<Operation>,
+    };
   };
+  const encodeOf = (chain: readonly Operation[]): EncodeOf<Operation> => splitChain(chain).encode;
   const pipeline: EncodedPipelineDefinition<Operation, PresetName> = {
     ...rest,
     operations,
     operationSchema: operationSchema as unknown as z.ZodType<Operation, unknown>,
     defaultEncode,
     encodeOf,
+    splitChain,
     finalizeChain: (chain) => placeEncodeLast(chain, defaultEncode as Operation),
     describeOutput: (chain) => {
       const { params } = encodeOf(chain) as { params: { format: keyof Extensions & string } };
       return { ...params, extension: declaration.extensions[params.format] };
     },
   };
-  return { ...pipeline, operationSchema };
+  /** A resolved chain as it travels between services: validated once, where it arrives. */
+  const chainSchema = z
+    .array(operationSchema)
+    .refine(endsWithTheOnlyEncode, { message: 'a resolved chain ends with exactly one encode' });
+  return { ...pipeline, operationSchema, chainSchema };
 }

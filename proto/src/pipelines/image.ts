@@ -89,3 +89,5 @@ export const imagePipeline = encodedPipeline({
   presetNames: IMAGE_PRESET_NAMES,
 });
 export const imageOperationSchema = imagePipeline.operationSchema;
+export const imageChainSchema = imagePipeline.chainSchema;
+export const splitImageChain = imagePipeline.splitChain;

@@ -4,6 +4,7 @@ import {
   describeOperations,
   describePresets,
   expandPreset,
+  InvalidChainError,
   imagePipeline,
   textPipeline,
 } from './index';
@@ -215,6 +216,26 @@ describe('validation and chain rules', () => {
       speed,
       { type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } },
     ]);
+  });
+
+  it('accepts a resolved chain only with exactly one encode, last, and splits it there', () => {
+    const resize = parse({ type: 'resize', params: { width: 100 } }).data!;
+    const encode = parse({ type: 'encode' }).data!;
+    const chain = imagePipeline.chainSchema;
+    expect(chain.safeParse([resize, encode]).success).toBe(true);
+    expect(chain.safeParse([resize]).success).toBe(false);
+    expect(chain.safeParse([encode, resize, encode]).success).toBe(false);
+    expect(chain.safeParse([]).success).toBe(false);
+    expect(chain.safeParse([{ type: 'resize', params: { width: 9000 } }, encode]).success).toBe(
+      false,
+    );
+    expect(imagePipeline.splitChain([resize, resize, encode])).toEqual({
+      processing: [resize, resize],
+      encode,
+    });
+    expect(() => imagePipeline.splitChain([encode, encode])).toThrow(InvalidChainError);
+    const speed = audioPipeline.operationSchema.parse({ type: 'speedup' });
+    expect(() => audioPipeline.splitChain([speed])).toThrow(InvalidChainError);
   });
 
   it('leaves text chains as given (text has no encode)', () => {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
+import { INLINE_PIPELINES, type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
@@ -25,9 +25,6 @@ export interface PipelineWorkerDependencies {
   logger: Logger;
   metrics: Registry;
 }
-
-/** Only image and text have an inline path; audio is always queued. */
-const INLINE_PIPELINES: ReadonlySet<Pipeline> = new Set(['image', 'text']);
 
 /**
  * Runs one pipeline's work with one `processJob`: queued jobs from its JOBS consumer and, for

@@ -1,9 +1,9 @@
-import type { AudioEncodeOperation, AudioFormat } from '@tamp/proto';
+import { AUDIO_EXTENSIONS, type AudioEncodeOperation, type AudioFormat } from '@tamp/proto';
 
 export interface EncoderSettings {
   format: AudioFormat;
-  /** File extension of the output, without the dot. */
-  extension: 'ogg' | 'mp3';
+  /** File extension of the output, without the dot (proto's, for the format). */
+  extension: (typeof AUDIO_EXTENSIONS)[AudioFormat];
   codec: 'libopus' | 'libmp3lame';
   bitrateKbps: number;
   channels: 1 | 2;
@@ -36,7 +36,7 @@ export function encoderSettings(encode: AudioEncodeOperation): EncoderSettings {
   if (encode.params.format === 'mp3') {
     return {
       format: 'mp3',
-      extension: 'mp3',
+      extension: AUDIO_EXTENSIONS.mp3,
       codec: 'libmp3lame',
       bitrateKbps,
       channels,
@@ -47,7 +47,7 @@ export function encoderSettings(encode: AudioEncodeOperation): EncoderSettings {
   }
   return {
     format: 'opus',
-    extension: 'ogg',
+    extension: AUDIO_EXTENSIONS.opus,
     codec: 'libopus',
     bitrateKbps,
     channels,

@@ -78,15 +78,6 @@ export class MeasurementFailedError extends AudioProcessingError {
   }
 }
 
-/**
- * A chain that skipped resolution or validation upstream. The job service resolves chains, so
- * this is a programming error: the message names the offending position.
- */
-export class InvalidOperationChainError extends Error {
-  readonly code = 'INVALID_OPERATION_CHAIN';
-  override readonly name = 'InvalidOperationChainError';
-}
-
 /** ffmpeg printed a measurement this worker cannot read. */
 export class MeasurementParseError extends Error {
   readonly code = 'MEASUREMENT_PARSE_FAILED';

@@ -1,8 +1,7 @@
-import type { AudioOperation } from '@tamp/proto';
+import { type AudioOperation, InvalidChainError } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { atempoStages, compressorFilter, LIMITER_CEILING_DB } from './audio-filters';
 import { mp3SampleRate } from './encoder-settings';
-import { InvalidOperationChainError } from './errors';
 import {
   buildProcessingPlan,
   type MeasurementMap,
@@ -330,17 +329,10 @@ describe('passes shared by several measurements', () => {
 
 describe('chain validation', () => {
   it('requires exactly one encode, last', () => {
-    expect(() => buildProcessingPlan([normalize(-16)])).toThrow(InvalidOperationChainError);
+    expect(() => buildProcessingPlan([normalize(-16)])).toThrow(InvalidChainError);
     expect(() => buildProcessingPlan([encode(), normalize(-16), encode()])).toThrow(
-      /position 0 is not the last/,
+      InvalidChainError,
     );
-  });
-
-  it('rejects parameters outside the spec ranges', () => {
-    expect(() => buildProcessingPlan([{ type: 'speedup', params: { rate: 6 } }, encode()])).toThrow(
-      /speedup.rate/,
-    );
-    expect(() => buildProcessingPlan([encode({ bitrate: 8 })])).toThrow(/encode.bitrate/);
   });
 
   it('reports the operations applied in order, encode last', () => {

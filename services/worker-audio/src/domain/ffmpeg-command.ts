@@ -1,4 +1,4 @@
-import type { AudioOperation } from '@tamp/proto';
+import { type AudioOperation, splitAudioChain } from '@tamp/proto';
 import {
   compressorFilter,
   type GainProbe,
@@ -14,11 +14,7 @@ import {
   silenceDetectFilter,
   speedupFilter,
 } from './audio-filters';
-import {
-  type AudioOperationOf,
-  type ProcessingOperation,
-  validateResolvedChain,
-} from './audio-operations';
+import type { AudioOperationOf, ProcessingOperation } from './audio-operations';
 import { type EncoderSettings, encoderSettings } from './encoder-settings';
 import { MeasurementParseError } from './errors';
 import {
@@ -185,7 +181,7 @@ function chosenOffsetDb(target: NormalizeOperation, gains: GainProbes): number {
 }
 
 export function buildProcessingPlan(chain: readonly AudioOperation[]): AudioProcessingPlan {
-  const { processing, encode } = validateResolvedChain(chain);
+  const { processing, encode } = splitAudioChain(chain);
   const output = encoderSettings(encode);
   const stages = levelStages(processing);
   const stageCount = stages.filter((stage) => stage !== null).length;
@@ -514,8 +510,9 @@ export function renderFfmpegArgs(invocation: FfmpegInvocation, options: RenderOp
     '-ar',
     String(output.sampleRate),
     ...output.codecOptions,
+    // ffmpeg's muxers are named as the containers' extensions: ogg (Opus) and mp3.
     '-f',
-    output.format === 'opus' ? 'ogg' : 'mp3',
+    output.extension,
     asFileUrl(options.outputPath),
   );
   return args;

@@ -1,9 +1,9 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
-import type { ImageFormat, ImageOperation } from '@tamp/proto';
+import { type ImageFormat, type ImageOperation, InvalidChainError } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../../test/support/fixtures';
-import { ImageDecodeError, ImageLimitError, InvalidOperationChainError } from '../domain/errors';
+import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import { MemoryBudget } from '../domain/memory-budget';
 import type { ResizeParams } from '../domain/operations';
 import { planResize } from '../domain/resize-geometry';
@@ -638,9 +638,9 @@ describe('unreadable input', () => {
 
 describe('contract checks', () => {
   it('refuses a chain that does not end with exactly one encode', async () => {
-    await expect(run(photo, [resize({ width: 100 })])).rejects.toThrow(InvalidOperationChainError);
+    await expect(run(photo, [resize({ width: 100 })])).rejects.toThrow(InvalidChainError);
     await expect(run(photo, [encode(), resize({ width: 100 }), encode()])).rejects.toThrow(
-      InvalidOperationChainError,
+      InvalidChainError,
     );
   });
 

@@ -96,14 +96,3 @@ export class ImageDecodeError extends ImageProcessingError {
     this.reason = reason;
   }
 }
-
-/**
- * The chain breaks the resolved-chain contract. That is a bug upstream (the job service
- * resolves chains), not bad user input, so it is a plain TypeError subclass.
- */
-export class InvalidOperationChainError extends TypeError {
-  constructor(message: string) {
-    super(`invalid image operation chain: ${message}`);
-    this.name = 'InvalidOperationChainError';
-  }
-}

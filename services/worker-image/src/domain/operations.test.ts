@@ -1,6 +1,5 @@
-import type { ImageOperation } from '@tamp/proto';
+import { type ImageOperation, InvalidChainError } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
-import { InvalidOperationChainError } from './errors';
 import { planOperations } from './operations';
 
 const encode: ImageOperation = {
@@ -21,14 +20,9 @@ describe('planOperations', () => {
     expect(planOperations([encode])).toEqual({ resizes: [], encode: encode.params });
   });
 
-  it('refuses chains that break the resolved-chain contract', () => {
-    expect(() => planOperations([])).toThrow(InvalidOperationChainError);
-    expect(() => planOperations([resize])).toThrow('the last operation must be encode');
-    expect(() => planOperations([encode, encode])).toThrow('only the last one may be encode');
-    const sizeless: ImageOperation = {
-      type: 'resize',
-      params: { fit: 'cover', position: 'centre' },
-    };
-    expect(() => planOperations([sizeless, encode])).toThrow('at least one of width and height');
+  it("refuses a chain that breaks proto's resolved-chain rule", () => {
+    expect(() => planOperations([])).toThrow(InvalidChainError);
+    expect(() => planOperations([resize])).toThrow(InvalidChainError);
+    expect(() => planOperations([encode, encode])).toThrow(InvalidChainError);
   });
 });
