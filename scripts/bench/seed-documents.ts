@@ -3,6 +3,7 @@ import {
   AUDIO_EXTENSIONS,
   audioEncodeOf,
   type ConsumedUpload,
+  type CreateJobRequest,
   compressionRatio,
   countCharacters,
   creditCost,
@@ -33,7 +34,6 @@ import {
 } from '../../services/job/src/domain/job';
 import { normalizeMetrics } from '../../services/job/src/domain/metrics';
 import { newJob } from '../../services/job/src/domain/new-job';
-import type { CreateJobRequest } from '../../services/job/src/domain/requests';
 import { UPLOAD_RETENTION_MS } from '../../services/upload/src/application/upload-sweeper';
 import { parseFilename } from '../../services/upload/src/domain/filename';
 import type { ContentFormat } from '../../services/upload/src/domain/signature';

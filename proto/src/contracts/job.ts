@@ -43,6 +43,18 @@ const chainOf = {
 /** A preset of any pipeline, as createJob carries it. */
 export type PresetName = NonNullable<z.output<(typeof chainOf)[Pipeline]['preset']>>;
 
+/**
+ * The `preset` label of every job metric: the preset the job's chain was expanded from, `custom`
+ * for an explicit operations chain (null), and `unrecorded` (undefined) for a job stored before
+ * jobs kept their preset, which may have run either, so calling it `custom` would be wrong
+ * (docs/decisions.md#what-a-job-holds). Its values are the preset names and those two, so it
+ * never grows with the traffic.
+ */
+export function presetLabel(preset: PresetName | null | undefined): string {
+  if (preset === undefined) return 'unrecorded';
+  return preset ?? 'custom';
+}
+
 const createJobCommon = {
   /** Minted by the gateway (so large text can be stored under it first); a replay keeps the original. */
   jobId: z.string(),
@@ -158,6 +170,11 @@ export const jobEndpoints = {
     z.object({ status: z.enum(['pending', 'failed']), retryInMs: z.number().int().nonnegative() }),
   ),
 };
+
+/** A createJob request as the job service receives it (parsed: operations carry their defaults). */
+export type CreateJobRequest = z.output<typeof jobEndpoints.createJob.request>;
+/** The same as a caller builds it, before parsing. */
+export type CreateJobInput = z.input<typeof jobEndpoints.createJob.request>;
 
 /** Reply of a worker to `work.<pipeline>.inline` (request body: a JobWorkMessage). */
 export const inlineWorkReply = z.discriminatedUnion('status', [

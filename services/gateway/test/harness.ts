@@ -3,6 +3,7 @@ import { connectNats, type NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
   billingEndpoints,
+  type CreateJobRequest,
   createTopology,
   jobEndpoints,
   newId,
@@ -14,12 +15,9 @@ import {
   webhookEndpoints,
 } from '@tamp/proto';
 import { pino } from 'pino';
-import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import type { HttpLimits } from '../src/api/http-server';
 import { type Gateway, startGatewayService } from '../src/service';
-
-export type CreateJobRequest = z.output<(typeof jobEndpoints)['createJob']['request']>;
 
 /**
  * Real NATS and MinIO; billing, upload, job and webhook are small NATS responders (test doubles

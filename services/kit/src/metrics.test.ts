@@ -3,7 +3,6 @@ import {
   createMetricsRegistry,
   creditMetrics,
   jobOutcomeMetrics,
-  presetLabel,
   recordRefund,
   recordReservation,
 } from './metrics';
@@ -34,12 +33,6 @@ describe('credit metrics', () => {
 });
 
 describe('job outcome metrics', () => {
-  it('label a job by its preset, `custom` for an explicit chain', () => {
-    expect(presetLabel('podcast')).toBe('podcast');
-    expect(presetLabel(null)).toBe('custom');
-    expect(presetLabel(undefined)).toBe('unrecorded');
-  });
-
   it('count a settled job and observe its duration with the same pipeline, preset and status', async () => {
     const registry = createMetricsRegistry('job');
     const outcomes = jobOutcomeMetrics(registry);

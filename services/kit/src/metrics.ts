@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ConsumerDefinition, JobStatus, Pipeline, PresetName } from '@tamp/proto';
+import type { ConsumerDefinition, JobStatus, Pipeline } from '@tamp/proto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type { Registry };
@@ -78,19 +78,7 @@ export function httpMetrics(registry: Registry) {
 }
 export type HttpMetrics = ReturnType<typeof httpMetrics>;
 
-/**
- * The `preset` label of every job metric: the preset the job's chain was expanded from, `custom`
- * for an explicit operations chain (null), and `unrecorded` (undefined) for a job stored before
- * jobs kept their preset, which may have run either, so calling it `custom` would be wrong
- * (docs/decisions.md#what-a-job-holds). Its values are the preset names and those two, so it
- * never grows with the traffic.
- */
-export function presetLabel(preset: PresetName | null | undefined): string {
-  if (preset === undefined) return 'unrecorded';
-  return preset ?? 'custom';
-}
-
-/** Every job metric is split by pipeline and by preset (see presetLabel). */
+/** Every job metric is split by pipeline and by preset (proto's presetLabel). */
 const JOB_LABELS = ['pipeline', 'preset'] as const;
 
 /** Jobs the gateway created, counted when the job service answered 200 or 202. */

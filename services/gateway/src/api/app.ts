@@ -26,8 +26,9 @@ import { openapiPlugin } from './plugins/openapi';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { adminRoutes } from './routes/admin';
 import type { RouteDependencies } from './routes/dependencies';
+import { jobCreationRoutes } from './routes/job-creation';
 import { jobRoutes } from './routes/jobs';
-import { pipelineRoutes } from './routes/pipelines';
+import { pipelineCatalogueRoutes } from './routes/pipeline-catalogue';
 import { uploadRoutes } from './routes/upload';
 import { usageRoutes } from './routes/usage';
 
@@ -85,7 +86,8 @@ export async function buildPublicApp(options: PublicAppOptions) {
       await v1.register(authPlugin, { authenticator: options.authenticator });
       await v1.register(rateLimitPlugin, { limiter: options.limiter });
       await v1.register(uploadRoutes, options);
-      await v1.register(pipelineRoutes, options);
+      await v1.register(pipelineCatalogueRoutes);
+      await v1.register(jobCreationRoutes, options);
       await v1.register(jobRoutes, options);
       await v1.register(usageRoutes, options);
     },

@@ -1,19 +1,16 @@
-import { type JobCreationMetrics, type ObjectStore, presetLabel, type Rpc } from '@tamp/kit';
+import type { JobCreationMetrics, ObjectStore, Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
+  type CreateJobInput,
   creationOutcomeUnknown,
   jobEndpoints,
   newId,
   type PublicJob,
+  presetLabel,
   ServiceError,
   storageKeys,
 } from '@tamp/proto';
-import {
-  type CreateJobContext,
-  type CreateJobRequest,
-  textCreateJob,
-  uploadCreateJob,
-} from '../domain/create-job';
+import { type CreateJobContext, textCreateJob, uploadCreateJob } from '../domain/create-job';
 import { planInlineText } from '../domain/inline-text';
 import type { AudioJobBody, ImageJobBody, TextJobBody } from '../domain/job-requests';
 
@@ -86,7 +83,7 @@ export class JobSubmissions {
   private async createJobRequest(
     submission: JobSubmission,
     context: CreateJobContext,
-  ): Promise<CreateJobRequest> {
+  ): Promise<CreateJobInput> {
     switch (submission.pipeline) {
       case 'audio':
         return uploadCreateJob('audio', submission.body.audioId, submission.body, context);

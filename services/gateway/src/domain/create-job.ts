@@ -1,5 +1,4 @@
-import type { AccountLimits, jobEndpoints, Pipeline } from '@tamp/proto';
-import type { z } from 'zod';
+import type { AccountLimits, CreateJobInput, Pipeline } from '@tamp/proto';
 import type { InlineTextPlan } from './inline-text';
 import {
   type AudioJobBody,
@@ -8,8 +7,6 @@ import {
   type TextJobBody,
 } from './job-requests';
 import { requestHash } from './request-hash';
-
-export type CreateJobRequest = z.input<(typeof jobEndpoints)['createJob']['request']>;
 
 export interface CreateJobContext {
   jobId: string;
@@ -47,14 +44,14 @@ export function uploadCreateJob<P extends 'audio' | 'image'>(
   uploadId: string,
   body: P extends 'audio' ? AudioJobBody : ImageJobBody,
   context: CreateJobContext,
-): CreateJobRequest {
+): CreateJobInput {
   return {
     ...common(pipeline, body, context),
     pipeline,
     source: { kind: 'upload', uploadId },
     operations: resolveChain(pipeline as 'audio', body as AudioJobBody),
     preset: body.preset,
-  } as CreateJobRequest;
+  } as CreateJobInput;
 }
 
 /**
@@ -65,8 +62,8 @@ export function textCreateJob(
   body: TextJobBody,
   context: CreateJobContext,
   inline: { plan: InlineTextPlan; storedKey: string } | undefined,
-): CreateJobRequest {
-  let source: CreateJobRequest['source'];
+): CreateJobInput {
+  let source: CreateJobInput['source'];
   if (body.fileId !== undefined) {
     source = { kind: 'upload', uploadId: body.fileId };
   } else if (inline === undefined || inline.plan.kind === 'text') {

@@ -2,6 +2,7 @@ import type { Logger, Rpc } from '@tamp/kit';
 import {
   billingEndpoints,
   type ConsumedUpload,
+  type CreateJobRequest,
   type CreationRoute,
   creationNotCreated,
   creationOutcomeUnknown,
@@ -27,7 +28,6 @@ import {
 import { normalizeMetrics } from '../domain/metrics';
 import { newJob } from '../domain/new-job';
 import { publicJobOf } from '../domain/representation';
-import type { CreateJobRequest } from '../domain/requests';
 import type { JobReads } from './job-reads';
 import type { JobSettings } from './job-settings';
 import type { Settlement } from './settlement';

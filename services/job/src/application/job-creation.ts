@@ -1,11 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ConsumedUpload, imageInputFitsInline, ServiceError } from '@tamp/proto';
+import {
+  type ConsumedUpload,
+  type CreateJobRequest,
+  imageInputFitsInline,
+  ServiceError,
+} from '@tamp/proto';
 import type { AdmissionRepository } from '../adapters/admission-repository';
 import { claimIdOf, type IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
-import { routeOf } from '../domain/inline';
+import { routeOf } from '../domain/creation-route';
 import { isAbandonedCreation } from '../domain/job';
-import type { CreateJobRequest } from '../domain/requests';
 import type { CreateJobAnswer, JobAdmission } from './job-admission';
 import type { JobReads } from './job-reads';
 import type { JobSettings } from './job-settings';

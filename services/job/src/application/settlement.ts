@@ -1,5 +1,5 @@
-import { type JobOutcomeMetrics, type Logger, presetLabel, type Rpc } from '@tamp/kit';
-import { billingEndpoints } from '@tamp/proto';
+import type { JobOutcomeMetrics, Logger, Rpc } from '@tamp/kit';
+import { billingEndpoints, presetLabel } from '@tamp/proto';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobEventOf } from '../domain/events';

@@ -1,11 +1,10 @@
-import { imageInputFitsInline, MB, newId } from '@tamp/proto';
+import { type CreateJobRequest, imageInputFitsInline, MB, newId } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs } from './backoff';
+import { routeOf } from './creation-route';
 import { decodeCursor, encodeCursor } from './cursor';
-import { routeOf } from './inline';
 import type { JobDocument } from './job';
 import { outputToResolve, publicJobOf, publicJobSummaryOf } from './representation';
-import type { CreateJobRequest } from './requests';
 import { decideBegin, decideFailure } from './transitions';
 
 describe('backoff', () => {

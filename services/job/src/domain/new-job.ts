@@ -1,6 +1,5 @@
-import type { ConsumedUpload, JobInput } from '@tamp/proto';
+import type { ConsumedUpload, CreateJobRequest, JobInput } from '@tamp/proto';
 import type { JobDocument } from './job';
-import type { CreateJobRequest } from './requests';
 
 /** The job a creation stores, as of `now`: `created`, nothing published, charged or settled yet. */
 export function newJob(

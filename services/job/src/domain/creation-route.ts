@@ -1,5 +1,4 @@
-import { type CreationRoute, creationRoute } from '@tamp/proto';
-import type { CreateJobRequest } from './requests';
+import { type CreateJobRequest, type CreationRoute, creationRoute } from '@tamp/proto';
 
 /** proto's creationRoute (shared with the client, which retries only deduplicated creations). */
 export function routeOf(request: CreateJobRequest): CreationRoute {

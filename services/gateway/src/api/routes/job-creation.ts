@@ -1,19 +1,9 @@
-import {
-  describeOperations,
-  describePresets,
-  PIPELINE_DEFINITIONS,
-  PIPELINES,
-  type Pipeline,
-  publicJob,
-  publicOperationCatalogue,
-  publicPresetCatalogue,
-  successEnvelope,
-} from '@tamp/proto';
+import { PIPELINES, type Pipeline, publicJob, successEnvelope } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { JobSubmission } from '../../application/job-submission';
 import { idempotencyHeaders, JOB_BODIES } from '../../domain/job-requests';
 import type { RouteDependencies } from './dependencies';
-import { errorResponses, ok, responds } from './responses';
+import { errorResponses, ok } from './responses';
 import { refuseForbiddenWebhookTarget } from './webhook-target';
 
 /** Text requests may carry 5,000,000 characters (up to 4 bytes each, plus JSON escaping). */
@@ -25,48 +15,22 @@ const SUMMARIES: Record<Pipeline, string> = {
   text: 'Create a text job (fast path when text ≤ 50 KB and no webhookUrl)',
 };
 
-export const pipelineRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
+/** Names for generated clients: createImageJob, listAudioPresets… */
+export function capitalized(pipeline: Pipeline): string {
+  return `${pipeline[0]!.toUpperCase()}${pipeline.slice(1)}`;
+}
+
+/** `POST /v1/<pipeline>`: creates a job (inline, HTTP 200, or queued, HTTP 202). */
+export const jobCreationRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, deps) => {
   const checkWebhookTarget = refuseForbiddenWebhookTarget(deps.webhookTargets);
   for (const pipeline of PIPELINES) {
-    const definition = PIPELINE_DEFINITIONS[pipeline];
-    const presets = describePresets(definition);
-    const operations = describeOperations(definition);
-    // Names for generated clients: createImageJob, listAudioPresets…
-    const capitalized = `${pipeline[0]!.toUpperCase()}${pipeline.slice(1)}`;
-
-    app.get(
-      `/${pipeline}/presets`,
-      {
-        schema: {
-          operationId: `list${capitalized}Presets`,
-          summary: `The ${pipeline} presets and the chains they expand to`,
-          tags: [pipeline],
-          response: responds(publicPresetCatalogue),
-        },
-      },
-      async () => ok(presets),
-    );
-
-    app.get(
-      `/${pipeline}/operations`,
-      {
-        schema: {
-          operationId: `list${capitalized}Operations`,
-          summary: `The ${pipeline} operations, their parameters, ranges and defaults`,
-          tags: [pipeline],
-          response: responds(publicOperationCatalogue),
-        },
-      },
-      async () => ok(operations),
-    );
-
     app.post(
       `/${pipeline}`,
       {
         bodyLimit: pipeline === 'text' ? TEXT_BODY_LIMIT : undefined,
         preHandler: checkWebhookTarget,
         schema: {
-          operationId: `create${capitalized}Job`,
+          operationId: `create${capitalized(pipeline)}Job`,
           summary: SUMMARIES[pipeline],
           tags: [pipeline],
           headers: idempotencyHeaders,
