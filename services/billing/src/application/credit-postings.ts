@@ -88,6 +88,8 @@ export class CreditPostings {
   private readonly removableMarkers = new Map<string, Set<string>>();
   private removalTimer: NodeJS.Timeout | null = null;
   private removing: Promise<void> = Promise.resolve();
+  /** Set by settle: markers left then stay on their accounts (harmless, see above). */
+  private settled = false;
 
   constructor(
     private readonly accounts: AccountRepository,
@@ -155,8 +157,10 @@ export class CreditPostings {
 
   /** Removes the markers still waiting for their account's next update (on shutdown). */
   async settle(): Promise<void> {
+    this.settled = true;
     if (this.removalTimer !== null) clearTimeout(this.removalTimer);
     this.removalTimer = null;
+    await this.removing;
     await this.removeWaitingMarkers();
   }
 
@@ -240,7 +244,7 @@ export class CreditPostings {
     const waiting = this.removableMarkers.get(accountId) ?? new Set<string>();
     for (const key of keys) waiting.add(key);
     this.removableMarkers.set(accountId, waiting);
-    if (this.removalTimer === null) {
+    if (this.removalTimer === null && !this.settled) {
       this.removalTimer = setTimeout(() => {
         this.removalTimer = null;
         this.removing = this.removing.then(() => this.removeWaitingMarkers());
