@@ -27,9 +27,9 @@ import {
 import { runTool } from './tool-process';
 
 export interface FfmpegRunnerOptions {
-  /** Default: env FFMPEG_PATH, else `ffmpeg` from PATH. */
+  /** Default: `ffmpeg` from PATH (the service passes its FFMPEG_PATH setting). */
   ffmpegPath?: string;
-  /** Default: env FFPROBE_PATH, else `ffprobe` from PATH. */
+  /** Default: `ffprobe` from PATH (the service passes its FFPROBE_PATH setting). */
   ffprobePath?: string;
   /** Inputs longer than this are rejected before any processing. Default: no limit. */
   maxDurationSec?: number;
@@ -116,8 +116,8 @@ const CORRUPT_INPUT_PATTERN =
   /Invalid data found when processing input|could not find codec parameters|Error while decoding|Header missing|moov atom not found/i;
 
 export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRunner {
-  const ffmpeg = options.ffmpegPath ?? process.env.FFMPEG_PATH ?? 'ffmpeg';
-  const ffprobe = options.ffprobePath ?? process.env.FFPROBE_PATH ?? 'ffprobe';
+  const ffmpeg = options.ffmpegPath ?? 'ffmpeg';
+  const ffprobe = options.ffprobePath ?? 'ffprobe';
   const inputFormats = options.allowedInputFormats ?? DEFAULT_INPUT_FORMATS;
   const tailChars = options.stderrTailChars;
 
