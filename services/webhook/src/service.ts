@@ -42,8 +42,8 @@ export interface WebhookServiceOptions {
   metrics: Registry;
   /** Deadline of one attempt; default 10 s (spec). */
   timeoutMs?: number;
-  /** Milliseconds since the epoch; injectable for tests. */
-  clock?: () => number;
+  /** Now; injectable for tests. */
+  clock?: () => Date;
   /** Jitter source for `nextRetryDelay`. */
   random?: () => number;
   /** The longest the scheduler sleeps between two looks at MongoDB; default 5 s (see above). */
@@ -73,8 +73,7 @@ export interface WebhookService {
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
   const { nats, topology, rpc, db, policy, logger } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
-  const clock = options.clock ?? Date.now;
-  const now = () => new Date(clock());
+  const clock = options.clock ?? (() => new Date());
   const unavailableRetryMs = options.unavailableRetryMs ?? 5_000;
   const instance = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
@@ -109,14 +108,14 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       leaseMs: options.leaseMs ?? timeoutMs + 30_000,
       maxConcurrentAttempts: options.maxConcurrentAttempts ?? 16,
     },
-    now,
+    clock,
     logger,
   );
 
   const events = await consumeJobEvents({
     nats,
     topology,
-    intake: new DeliveryIntake(deliveries, accounts, now, logger, () => scheduler.wake()),
+    intake: new DeliveryIntake(deliveries, accounts, clock, logger, () => scheduler.wake()),
     retryDelayMs: unavailableRetryMs,
     logger,
   });
@@ -131,7 +130,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     logger,
   );
   const endpoints = await serveWebhookEndpoints(rpc, {
-    log: new DeliveryLog(deliveries, attempts, now, logger),
+    log: new DeliveryLog(deliveries, attempts, clock, logger),
     testDelivery,
   });
   logger.info(

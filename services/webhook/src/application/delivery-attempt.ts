@@ -88,12 +88,11 @@ export function attemptRecordOf(
 export class SignedSender {
   constructor(
     private readonly settings: Pick<AttemptSettings, 'policy' | 'timeoutMs' | 'resolveHostname'>,
-    /** Milliseconds since the epoch. */
-    private readonly clock: () => number,
+    private readonly clock: () => Date,
   ) {}
 
   async send(outgoing: OutgoingDelivery, account: WebhookAccount): Promise<SentAttempt> {
-    const attemptedAt = new Date(this.clock());
+    const attemptedAt = this.clock();
     const deliveryId = `dlv_${randomUUID()}`;
     let headers: Record<string, string>;
     try {
@@ -161,8 +160,7 @@ export class DeliveryAttempt {
     private readonly accounts: BillingAccounts,
     private readonly metrics: WebhookMetrics,
     private readonly settings: AttemptSettings,
-    /** Milliseconds since the epoch. */
-    private readonly clock: () => number,
+    private readonly clock: () => Date,
     /** Jitter source of the retry delays. */
     private readonly random: () => number,
     private readonly logger: Logger,
@@ -196,13 +194,14 @@ export class DeliveryAttempt {
       this.logger
         .child({ jobId: delivery.jobId, event: delivery.event })
         .warn({ err: error }, 'billing unavailable; webhook attempt postponed');
-      const retryAt = new Date(this.clock() + this.settings.unavailableRetryMs);
-      await this.deliveries.release(delivery._id, claimId, retryAt, new Date(this.clock()));
+      const now = this.clock();
+      const retryAt = new Date(now.getTime() + this.settings.unavailableRetryMs);
+      await this.deliveries.release(delivery._id, claimId, retryAt, now);
       return retryAt;
     }
     if (account === null) {
       return this.finish(delivery, claimId, attemptNumber, {
-        attemptedAt: new Date(this.clock()),
+        attemptedAt: this.clock(),
         outcome: 'refused',
         latencyMs: null,
         error: 'the account no longer exists; nothing was sent',
@@ -220,7 +219,7 @@ export class DeliveryAttempt {
     result: AttemptResult,
   ): Promise<Date | null> {
     if (result.outcome !== 'delivered') markActiveSpanFailed(result.error ?? result.outcome);
-    const finishedAt = this.clock();
+    const finishedAt = this.clock().getTime();
     const step = nextStep(
       attemptNumber,
       { outcome: result.outcome, retryAfter: result.retryAfter },
