@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compressionRatio } from './messages';
+import { compressionRatio, withCompressionRatio } from './messages';
 import { newWebhookSecret, standardWebhooksKey, WEBHOOK_SECRET_PREFIX } from './secrets';
 
 describe('compressionRatio', () => {
@@ -7,6 +7,17 @@ describe('compressionRatio', () => {
     expect(compressionRatio(1000, 300)).toBe(3.333);
     expect(compressionRatio(100, 400)).toBe(0.25);
     expect(compressionRatio(10, 0)).toBe(0);
+  });
+
+  it("replaces whatever ratio a worker reported with this rule's", () => {
+    const reported = {
+      inputSize: 1000,
+      outputSize: 300,
+      compressionRatio: 3.3,
+      operationsApplied: ['encode'],
+      processingMs: 5,
+    };
+    expect(withCompressionRatio(reported)).toEqual({ ...reported, compressionRatio: 3.333 });
   });
 });
 

@@ -75,6 +75,11 @@ export function compressionRatio(inputSize: number, outputSize: number): number 
   return Math.round((inputSize / outputSize) * 1000) / 1000;
 }
 
+/** A worker's reported metrics with the ratio computed again by compressionRatio, as stored. */
+export function withCompressionRatio(metrics: JobMetrics): JobMetrics {
+  return { ...metrics, compressionRatio: compressionRatio(metrics.inputSize, metrics.outputSize) };
+}
+
 /** What billing counts for usage; only the pipeline's own dimension is set. */
 export const usageDimensions = z.object({
   inputBytes: z.number().nonnegative(),

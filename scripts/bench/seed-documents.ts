@@ -17,6 +17,7 @@ import {
   type Pipeline,
   storageKeys,
   type UsageDimensions,
+  withCompressionRatio,
 } from '@tamp/proto';
 import type { LedgerEntry, UsageDocument } from '../../services/billing/src/adapters/documents';
 import { billingPeriodAt } from '../../services/billing/src/domain/billing-period';
@@ -32,7 +33,6 @@ import {
   type JobDocument,
   resultExpiryHourOf,
 } from '../../services/job/src/domain/job';
-import { normalizeMetrics } from '../../services/job/src/domain/metrics';
 import { newJob } from '../../services/job/src/domain/new-job';
 import { UPLOAD_RETENTION_MS } from '../../services/upload/src/application/upload-sweeper';
 import { parseFilename } from '../../services/upload/src/domain/filename';
@@ -295,7 +295,7 @@ function finished(job: JobDocument, inline: boolean, now: Date): JobDocument {
       outputKey: output.outputKey,
       // What the retention sweeper's markExpired leaves: no text, updated when it ran.
       outputText: expired ? null : output.outputText,
-      metrics: normalizeMetrics(output.metrics),
+      metrics: withCompressionRatio(output.metrics),
       expired,
     },
     resultExpiryHour: resultExpiryHourOf(completedAt),

@@ -13,6 +13,7 @@ import {
   type PublicJob,
   ServiceError,
   uploadEndpoints,
+  withCompressionRatio,
 } from '@tamp/proto';
 import type { AdmissionRepository } from '../adapters/admission-repository';
 import type { IdempotencyRepository } from '../adapters/idempotency-repository';
@@ -25,7 +26,6 @@ import {
   MAX_CREATION_AGE_MS,
   resultExpiryHourOf,
 } from '../domain/job';
-import { normalizeMetrics } from '../domain/metrics';
 import { newJob } from '../domain/new-job';
 import { publicJobOf } from '../domain/representation';
 import type { JobReads } from './job-reads';
@@ -224,7 +224,7 @@ export class JobAdmission {
             result: {
               outputKey: reply.outputKey,
               outputText: reply.outputText,
-              metrics: normalizeMetrics(reply.metrics),
+              metrics: withCompressionRatio(reply.metrics),
               expired: false,
             },
             usage: reply.usage,

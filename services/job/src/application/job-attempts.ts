@@ -5,11 +5,11 @@ import {
   LIMITS,
   ServiceError,
   type UsageDimensions,
+  withCompressionRatio,
 } from '@tamp/proto';
 import type { JobRepository } from '../adapters/job-repository';
 import { jobWorkOf } from '../domain/events';
 import { type JobDocument, resultExpiryHourOf } from '../domain/job';
-import { normalizeMetrics } from '../domain/metrics';
 import { decideBegin, decideFailure, mayComplete } from '../domain/transitions';
 import type { Settlement } from './settlement';
 
@@ -154,7 +154,7 @@ export class JobAttempts {
         result: {
           outputKey: report.outputKey,
           outputText: report.outputText,
-          metrics: normalizeMetrics(report.metrics),
+          metrics: withCompressionRatio(report.metrics),
           expired: false,
         },
         usage: report.usage,
