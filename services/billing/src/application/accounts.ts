@@ -56,7 +56,7 @@ export class Accounts {
       postings: {},
     };
     await this.accounts.insert(account);
-    const { apiKey } = await this.keys.create(account._id);
+    const { apiKey } = await this.keys.mint(account._id);
     return { accountId: account._id, apiKey, webhookSecret };
   }
 

@@ -42,6 +42,11 @@ export class ApiKeys {
   /** A new key of an existing account; the key itself is in this answer only. */
   async create(accountId: string): Promise<{ keyId: string; apiKey: string }> {
     await this.accounts.get(accountId);
+    return this.mint(accountId);
+  }
+
+  /** A new key of an account known to exist (just created): no read of it first. */
+  async mint(accountId: string): Promise<{ keyId: string; apiKey: string }> {
     const apiKey = generateApiKey();
     const keyId = newId('apiKey');
     await this.keys.insert({

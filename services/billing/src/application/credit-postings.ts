@@ -102,14 +102,19 @@ export class CreditPostings {
   async post(request: PostingRequest): Promise<PostingOutcome> {
     const { accountId, entryId } = request;
     const markerKey = markerKeyOf(entryId);
-    // The account must exist before anything is written under its name.
-    if (!this.lastKnown.has(accountId)) await this.readAccount(accountId);
+    // The account must exist before anything is written under its name; a state read here is
+    // as fresh as any for the first decision.
+    let justRead = this.lastKnown.has(accountId) ? null : await this.readAccount(accountId);
     const owner = await this.ledger.insertPending({ ...request, at: this.now() });
     let readNow = !owner;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const account = readNow
-        ? await this.readAccount(accountId)
-        : await this.knownAccount(accountId);
+      const account =
+        justRead !== null && owner
+          ? justRead
+          : readNow
+            ? await this.readAccount(accountId)
+            : await this.knownAccount(accountId);
+      justRead = null;
       const marker = account.state.postings?.[markerKey];
       if (marker !== undefined) {
         // Applied already (by a crashed or concurrent call); only the ledger may lag behind.
