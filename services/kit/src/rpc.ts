@@ -8,6 +8,7 @@ import { type Span, SpanKind } from '@opentelemetry/api';
 import { type EndpointDefinition, isErrorCode, ServiceError, type Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { NoAnswerError, ReplyInbox } from './reply-inbox';
 import { extractTraceContext, injectTraceContext, inSpan, markFailed } from './tracing';
 import { asServiceError } from './transient-errors';
 
@@ -32,6 +33,26 @@ export const DEFAULT_RPC_TIMEOUT_MS = 5_000;
  */
 export const DEADLINE_HEADER = 'Tamp-Deadline';
 
+/**
+ * The header asking the responder to send an empty "still working" message every so many
+ * milliseconds until it answers. A caller sets it; callers without it (`nats.request`, which
+ * takes the first message as the answer) get none.
+ */
+export const HEARTBEAT_HEADER = 'Tamp-Heartbeat';
+
+export interface RpcTiming {
+  /** How often a responder says it is still working. */
+  heartbeatMs: number;
+  /**
+   * How long a caller waits without answer or heartbeat before it takes the responder for dead:
+   * a request that died with its service is UNAVAILABLE after this, not after the call's whole
+   * time-out. Several heartbeats long, so a responder busy for a moment is not given up on.
+   */
+  silenceMs: number;
+}
+
+export const DEFAULT_RPC_TIMING: RpcTiming = { heartbeatMs: 1_000, silenceMs: 5_000 };
+
 export interface CallOptions {
   /** Upper bound of this call's wait; default DEFAULT_RPC_TIMEOUT_MS. */
   timeoutMs?: number;
@@ -52,11 +73,16 @@ export interface CallMeta {
  * same ServiceError; a missing or silent service is UNAVAILABLE, never a hang.
  */
 export class Rpc {
+  private readonly replies: ReplyInbox;
+
   constructor(
     readonly nats: NatsConnection,
     readonly topology: Topology,
     private readonly logger: Logger,
-  ) {}
+    private readonly timing: RpcTiming = DEFAULT_RPC_TIMING,
+  ) {
+    this.replies = new ReplyInbox(nats);
+  }
 
   subject(endpoint: AnyEndpoint): string {
     return this.topology.subjects.service(endpoint.service, endpoint.name);
@@ -82,6 +108,7 @@ export class Rpc {
   ): Promise<EndpointResponse<Endpoint>> {
     const headers = natsHeaders();
     injectTraceContext(headers);
+    headers.set(HEARTBEAT_HEADER, String(this.timing.heartbeatMs));
     let timeout = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
     if (options.deadline !== undefined) {
       timeout = Math.min(timeout, options.deadline - Date.now());
@@ -92,15 +119,20 @@ export class Rpc {
     }
     let reply: Msg;
     try {
-      reply = await this.nats.request(this.subject(endpoint), JSON.stringify(request), {
-        timeout,
-        headers,
+      reply = await this.replies.request(this.subject(endpoint), JSON.stringify(request), headers, {
+        timeoutMs: timeout,
+        silenceMs: this.timing.silenceMs,
       });
     } catch (error) {
-      this.logger.warn({ err: error, endpoint: this.subject(endpoint) }, 'service call failed');
+      const reason = error instanceof NoAnswerError ? error.reason : undefined;
+      this.logger.warn(
+        { err: error, reason, endpoint: this.subject(endpoint) },
+        'service call failed',
+      );
+      const what = reason === 'went-silent' ? 'stopped answering' : 'is unavailable';
       throw new ServiceError(
         'UNAVAILABLE',
-        `The ${endpoint.service} service is unavailable; retry shortly`,
+        `The ${endpoint.service} service ${what}; retry shortly`,
       );
     }
     const envelope = replyEnvelope.parse(reply.json());
@@ -134,6 +166,7 @@ export class Rpc {
     handler: EndpointHandler<Endpoint>,
     message: Msg,
   ): Promise<void> {
+    const heartbeat = startHeartbeat(message);
     return inSpan(
       spanName(endpoint),
       {
@@ -142,7 +175,7 @@ export class Rpc {
         parent: extractTraceContext(message.headers),
       },
       (span) => this.handleInSpan(endpoint, handler, message, span),
-    );
+    ).finally(() => clearInterval(heartbeat));
   }
 
   private async handleInSpan<Endpoint extends AnyEndpoint>(
@@ -286,6 +319,17 @@ function spanName(endpoint: AnyEndpoint): string {
 
 function rpcAttributes(endpoint: AnyEndpoint) {
   return { 'rpc.system': 'nats', 'rpc.service': endpoint.service, 'rpc.method': endpoint.name };
+}
+
+/** Bounds of the interval a caller may ask for: not a flood, not so rare it means nothing. */
+const HEARTBEAT_BOUNDS_MS = { min: 50, max: 10_000 };
+
+/** Empty messages to the caller while the request is handled, when the caller asked for them. */
+function startHeartbeat(message: Msg): NodeJS.Timeout | undefined {
+  const asked = Number(message.headers?.get(HEARTBEAT_HEADER));
+  if (!message.reply || !Number.isFinite(asked) || asked <= 0) return undefined;
+  const intervalMs = Math.min(Math.max(asked, HEARTBEAT_BOUNDS_MS.min), HEARTBEAT_BOUNDS_MS.max);
+  return setInterval(() => message.respond(), intervalMs);
 }
 
 function deadlineOf(message: Msg): number | undefined {

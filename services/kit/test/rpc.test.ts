@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { connectNats, type NatsConnection } from '../src/nats';
-import { EndpointGroup, Rpc } from '../src/rpc';
+import { EndpointGroup, Rpc, type RpcTiming } from '../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });
@@ -95,6 +95,41 @@ describe('Rpc over real NATS', () => {
       .call(missing, { a: 1, b: 1 }, { timeoutMs: 500 })
       .catch((caught: unknown) => caught)) as ServiceError;
     expect(error.code).toBe('UNAVAILABLE');
+  });
+
+  describe('a responder that died with the request', () => {
+    const timing: RpcTiming = { heartbeatMs: 50, silenceMs: 400 };
+
+    it('is UNAVAILABLE once silent, long before the time-out', async () => {
+      const topology = createTopology(infrastructure.namespace);
+      const swallowed = { ...divide, service: 'swallowed' };
+      // What a SIGKILLed service leaves on the NATS server for a moment: a subscription in its
+      // queue group that takes a request and never answers it.
+      const dead = server.subscribe(topology.subjects.service('swallowed', 'divide'), {
+        queue: 'swallowed',
+      });
+      await server.flush();
+      const error = (await new Rpc(client, topology, logger, timing)
+        .call(swallowed, { a: 1, b: 1 }, { timeoutMs: 120_000 })
+        .catch((caught: unknown) => caught)) as ServiceError;
+      dead.unsubscribe();
+      expect(error.code).toBe('UNAVAILABLE');
+      expect(error.message).toBe('The swallowed service stopped answering; retry shortly');
+    });
+
+    it('is told apart from a responder still at work, which is waited for', async () => {
+      const topology = createTopology(infrastructure.namespace);
+      const patient = { ...divide, service: 'patient' };
+      const group = await new EndpointGroup(new Rpc(server, topology, logger))
+        .serve(patient, async ({ a, b }) => {
+          await new Promise((resolve) => setTimeout(resolve, timing.silenceMs * 4));
+          return { quotient: a / b };
+        })
+        .ready();
+      const answer = await new Rpc(client, topology, logger, timing).call(patient, { a: 6, b: 3 });
+      await group.stop();
+      expect(answer).toEqual({ quotient: 2 });
+    });
   });
 
   it('stops an endpoint group only once the requests under way are answered', async () => {
