@@ -1,5 +1,6 @@
 import { jobEndpoints, MB } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordQueries } from '../../../test/support/query-plans';
 import { IDEMPOTENCY_COLLECTION, JOBS_COLLECTION } from '../src/adapters/job-repository';
 import { audioRequest, imageRequest, JobHarness, newAccount } from './harness';
 
@@ -196,6 +197,35 @@ describe('worker transitions', () => {
     expect(outcomes).toEqual(['pending', 'pending', 'pending', 'failed']);
     expect(await stored(jobId)).toMatchObject({ status: 'failed', attempts: 4 });
     expect(refundsOf(jobId)).toHaveLength(1);
+  });
+
+  it('completes the running attempt in one command, and decides on a read when it is not that case', async () => {
+    const jobId = await queuedAudioJob();
+    await begin(jobId, 1);
+    const recording = recordQueries(harness.mongo);
+    expect(await complete(jobId, 1)).toEqual({ accepted: true });
+    recording.stop();
+    const onJobs = recording.queries.filter((query) => query.collection === 'jobs');
+    // The completion itself, then the event's outbox flag.
+    expect(onJobs.map((query) => query.command)).toEqual(['findAndModify', 'update']);
+    expect(await stored(jobId)).toMatchObject({ status: 'completed', attempts: 1 });
+
+    // After a hand-back the delivery number is not the attempt: decided on the job as read.
+    const handedBack = await queuedAudioJob();
+    await begin(handedBack, 1);
+    await handBack(handedBack, 1);
+    await begin(handedBack, 2);
+    expect(await complete(handedBack, 2)).toEqual({ accepted: true });
+    expect(await stored(handedBack)).toMatchObject({ status: 'completed', attempts: 1 });
+
+    // A late report of an attempt given up on completes what is running, once.
+    const late = await queuedAudioJob();
+    await begin(late, 1);
+    await begin(late, 2);
+    expect(await complete(late, 1)).toEqual({ accepted: true });
+    expect(await complete(late, 2)).toEqual({ accepted: true });
+    expect(await stored(late)).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(await harness.eventsFor(late)).toHaveLength(1);
   });
 
   it('refuses to hand back an attempt that is not the one running', async () => {

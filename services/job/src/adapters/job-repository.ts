@@ -136,6 +136,25 @@ export class JobRepository extends KeyedRepository<JobDocument> {
   }
 
   /**
+   * The completion of the attempt running as it was started, decided without reading the job
+   * first: `processing` at exactly `attempt` and never handed back (so the delivery number is
+   * the attempt). The job after the change, or null when it is in any other state (the caller
+   * then reads it and decides).
+   */
+  completeRunning(
+    jobId: string,
+    attempt: number,
+    changes: Partial<JobDocument>,
+    now: Date,
+  ): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { _id: jobId, status: 'processing', attempts: attempt, handedBack: { $exists: false } },
+      { $set: { ...changes, updatedAt: now } },
+      { returnDocument: 'after' },
+    );
+  }
+
+  /**
    * A worker's claim of a job never started (`created`, no attempt made) → `pending`, decided
    * without reading the job first: the job after the claim, or null when it is not in that
    * state (the caller then reads it and decides).

@@ -137,33 +137,31 @@ export class JobAttempts {
 
   async complete(delivered: CompletionReport): Promise<{ accepted: boolean }> {
     const { jobs, clock } = this;
+    // The common case, one write and no read: the attempt is still running as it was started.
+    const running = attemptOf({}, delivered.attempt);
+    const at = clock();
+    const completed = await jobs.completeRunning(
+      delivered.jobId,
+      running,
+      completionChanges(delivered, running, at),
+      at,
+    );
+    if (completed !== null) {
+      await this.settlement.settle(completed);
+      return { accepted: true };
+    }
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const job = await jobs.find(delivered.jobId);
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${delivered.jobId}`);
-      const report = { ...delivered, attempt: attemptOf(job, delivered.attempt) };
+      const attempt = attemptOf(job, delivered.attempt);
       if (job.status === 'completed') {
         // A repeated report: finish any side effect a crash may have cut short.
         await this.settlement.settle(job);
-        return { accepted: job.attempts === report.attempt };
+        return { accepted: job.attempts === attempt };
       }
       if (!mayComplete(job.status)) return { accepted: false };
       const now = clock();
-      const changes: Partial<JobDocument> = {
-        status: 'completed',
-        attempts: Math.max(job.attempts, report.attempt),
-        result: {
-          outputKey: report.outputKey,
-          outputText: report.outputText,
-          metrics: withCompressionRatio(report.metrics),
-          expired: false,
-        },
-        usage: report.usage,
-        error: null,
-        retryAt: null,
-        completedAt: now,
-        resultExpiryHour: resultExpiryHourOf(now),
-        eventPublished: false,
-      };
+      const changes = completionChanges(delivered, Math.max(job.attempts, attempt), now);
       if (
         await jobs.transition(job._id, { status: job.status, attempts: job.attempts }, changes, now)
       ) {
@@ -272,6 +270,30 @@ export class JobAttempts {
     }
     throw contention(jobId);
   }
+}
+
+/** What a completion writes: the same whether decided with or without reading the job. */
+function completionChanges(
+  report: CompletionReport,
+  attempts: number,
+  now: Date,
+): Partial<JobDocument> {
+  return {
+    status: 'completed',
+    attempts,
+    result: {
+      outputKey: report.outputKey,
+      outputText: report.outputText,
+      metrics: withCompressionRatio(report.metrics),
+      expired: false,
+    },
+    usage: report.usage,
+    error: null,
+    retryAt: null,
+    completedAt: now,
+    resultExpiryHour: resultExpiryHourOf(now),
+    eventPublished: false,
+  };
 }
 
 function contention(jobId: string): ServiceError {
