@@ -88,6 +88,8 @@ export async function startJobService(
     async stop() {
       await sweeper.stop();
       await endpoints.stop();
+      // Write-behind confirmations of the last requests, so a clean stop leaves no redo.
+      await Promise.all([jobs.flush(), admissions.flush()]);
     },
     sweep: (now) => sweeper.sweep(now),
   };

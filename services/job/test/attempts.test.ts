@@ -2,7 +2,7 @@ import { jobEndpoints, MB } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordQueries } from '../../../test/support/query-plans';
 import { IDEMPOTENCY_COLLECTION, JOBS_COLLECTION } from '../src/adapters/job-repository';
-import { audioRequest, imageRequest, JobHarness, newAccount } from './harness';
+import { audioRequest, CONFIRMED, imageRequest, JobHarness, newAccount } from './harness';
 
 const harness = new JobHarness();
 const accountId = newAccount();
@@ -204,9 +204,15 @@ describe('worker transitions', () => {
     await begin(jobId, 1);
     const recording = recordQueries(harness.mongo);
     expect(await complete(jobId, 1)).toEqual({ accepted: true });
+    // The completion itself, then the event's outbox flag, written behind the answer.
+    await expect
+      .poll(
+        () => recording.queries.filter((query) => query.collection === 'jobs').length,
+        CONFIRMED,
+      )
+      .toBe(2);
     recording.stop();
     const onJobs = recording.queries.filter((query) => query.collection === 'jobs');
-    // The completion itself, then the event's outbox flag.
     expect(onJobs.map((query) => query.command)).toEqual(['findAndModify', 'update']);
     expect(await stored(jobId)).toMatchObject({ status: 'completed', attempts: 1 });
 
@@ -330,6 +336,8 @@ describe('metrics of settled jobs', () => {
 describe('sweepers', () => {
   it('republishes a created job whose publish was never confirmed', async () => {
     const jobId = await queuedAudioJob();
+    // The creation's own confirmation first, then its loss is simulated.
+    await expect.poll(async () => (await stored(jobId))?.workPublished, CONFIRMED).toBe(true);
     await harness.db
       .collection(JOBS_COLLECTION)
       .updateOne(

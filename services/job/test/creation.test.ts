@@ -9,12 +9,24 @@ import {
 } from '../src/adapters/job-repository';
 import {
   audioRequest,
+  CONFIRMED,
   errorOf,
   imageRequest,
   JobHarness,
   newAccount,
   textRequest,
 } from './harness';
+
+/**
+ * A queued job as its creation leaves it: no attempt yet, its work published (the publish's
+ * confirmation is written behind the answer, so it is polled for).
+ */
+const QUEUED_AND_PUBLISHED = {
+  status: 'created',
+  inline: false,
+  attempts: 0,
+  workPublished: true,
+} as const;
 
 const harness = new JobHarness();
 let inlineWorker: Subscription | undefined;
@@ -64,14 +76,12 @@ describe('queued creation', () => {
       },
       operations: [{ type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } }],
     });
-    const stored = await harness.storedJob(request.jobId);
-    expect(stored).toMatchObject({
-      status: 'created',
-      inline: false,
-      attempts: 0,
-      workPublished: true,
-      filename: 'talk.mp3',
-    });
+    await expect
+      .poll(() => harness.storedJob(request.jobId), CONFIRMED)
+      .toMatchObject({
+        ...QUEUED_AND_PUBLISHED,
+        filename: 'talk.mp3',
+      });
   });
 
   it('propagates upload errors unchanged and creates nothing', async () => {
@@ -457,8 +467,9 @@ describe('inline path', () => {
         inline: true,
         error: 'cannot trim that',
       });
-      const stored = await harness.storedJob(request.jobId);
-      expect(stored).toMatchObject({ refundPending: false, eventPublished: true });
+      await expect
+        .poll(() => harness.storedJob(request.jobId), CONFIRMED)
+        .toMatchObject({ refundPending: false, eventPublished: true });
     },
   );
 
@@ -479,16 +490,10 @@ describe('inline path', () => {
     expect(harness.refundCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(0);
     expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
     expect(await harness.eventsFor(request.jobId)).toHaveLength(0);
-    const stored = await harness.storedJob(request.jobId);
     // The inline attempt is not one of the queued attempts: all of them are still ahead.
-    expect(stored).toMatchObject({
-      status: 'created',
-      inline: false,
-      attempts: 0,
-      error: null,
-      refundPending: false,
-      workPublished: true,
-    });
+    await expect
+      .poll(() => harness.storedJob(request.jobId), CONFIRMED)
+      .toMatchObject({ ...QUEUED_AND_PUBLISHED, error: null, refundPending: false });
   });
 
   it('queues text over the fast-path size, text with a webhook, AVIF and large images', async () => {

@@ -36,11 +36,14 @@ describe('WriteBatcher', () => {
   it('splits at maxBatch and rejects the items of a write that failed, and only those', async () => {
     let calls = 0;
     const written: number[][] = [];
-    const batcher = new WriteBatcher<number>(async (items) => {
-      calls++;
-      if (calls === 1) throw new Error('unavailable');
-      written.push(items);
-    }, 2);
+    const batcher = new WriteBatcher<number>(
+      async (items) => {
+        calls++;
+        if (calls === 1) throw new Error('unavailable');
+        written.push(items);
+      },
+      { maxBatch: 2 },
+    );
     const outcomes = await Promise.allSettled([1, 2, 3].map((item) => batcher.add(item)));
     expect(outcomes.map((outcome) => outcome.status)).toEqual([
       'rejected',
@@ -51,5 +54,29 @@ describe('WriteBatcher', () => {
     // Idle again: the next item starts a write of its own.
     await batcher.add(4);
     expect(written).toEqual([[3], [4]]);
+  });
+
+  it('with a linger, writes what arrived within the window together, and flush writes it now', async () => {
+    const written: number[][] = [];
+    const batcher = new WriteBatcher<number>(
+      async (items) => {
+        written.push(items);
+      },
+      { lingerMs: 60_000 },
+    );
+    const added = [batcher.add(1), batcher.add(2)];
+    await turn();
+    expect(written).toEqual([]);
+    const third = batcher.add(3);
+    await batcher.flush();
+    await Promise.all([...added, third]);
+    expect(written).toEqual([[1, 2, 3]]);
+    // A new window starts with the next item.
+    const fourth = batcher.add(4);
+    await turn();
+    expect(written).toEqual([[1, 2, 3]]);
+    await batcher.flush();
+    await fourth;
+    expect(written).toEqual([[1, 2, 3], [4]]);
   });
 });

@@ -1,27 +1,73 @@
+export interface WriteBatcherOptions {
+  /** Items per write at most. */
+  maxBatch?: number;
+  /**
+   * How long the first item of a batch waits for others before the write starts. 0 (the
+   * default): at once, so a quiet service writes each item alone with no delay. Above 0 for
+   * write-behind confirmations that nobody waits on (outbox flags, closed admissions), whose
+   * loss only means a redo by a reconciler: a busy service then writes one command per window
+   * instead of one per job.
+   */
+  lingerMs?: number;
+}
+
 /**
- * Gathers items for one bulk write: the first item starts a write at once (with whatever joins
- * in the same turn of the event loop), and the items that arrive while a write is in flight go
- * together in the next one. A quiet service writes each item alone, with no delay; a busy one
- * writes fewer, larger batches. Each `add` settles with the write that carried its item.
+ * Gathers items for one bulk write: the first item starts a write (at once, or after
+ * `lingerMs`) with whatever joined meanwhile, and the items that arrive while a write is in
+ * flight go together in the next one. Each `add` settles with the write that carried its item.
  *
- * Not DataLoader: it batches the calls of one tick (or of a fixed window, which would add that
- * window to every caller's wait), not what queued behind a write still in flight.
+ * Not DataLoader: it batches the calls of one tick, not what queues behind a write still in
+ * flight, and has no way to flush a window on shutdown.
  */
 export class WriteBatcher<Item> {
   private queued: { item: Item; resolve(): void; reject(error: unknown): void }[] = [];
-  private writing = false;
+  private draining: Promise<void> | undefined;
+  /** Cancels the wait before the next write, while one is scheduled. */
+  private cancelWait: (() => void) | undefined;
+  private readonly maxBatch: number;
+  private readonly lingerMs: number;
 
   constructor(
     private readonly write: (items: Item[]) => Promise<void>,
-    private readonly maxBatch = 500,
-  ) {}
+    options: WriteBatcherOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 500;
+    this.lingerMs = options.lingerMs ?? 0;
+  }
 
   add(item: Item): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queued.push({ item, resolve, reject });
-      if (this.writing) return;
-      this.writing = true;
-      setImmediate(() => void this.drain());
+      this.schedule();
+    });
+  }
+
+  /** Writes what is queued now and resolves once every write under way has ended (on stop). */
+  async flush(): Promise<void> {
+    if (this.cancelWait !== undefined) this.startDrain();
+    await this.draining;
+  }
+
+  private schedule(): void {
+    if (this.draining !== undefined || this.cancelWait !== undefined) return;
+    if (this.lingerMs > 0) {
+      const timer = setTimeout(() => this.startDrain(), this.lingerMs);
+      this.cancelWait = () => clearTimeout(timer);
+    } else {
+      // Whatever else is added in this turn of the event loop joins the first write.
+      const immediate = setImmediate(() => this.startDrain());
+      this.cancelWait = () => clearImmediate(immediate);
+    }
+  }
+
+  private startDrain(): void {
+    this.cancelWait?.();
+    this.cancelWait = undefined;
+    if (this.draining !== undefined) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      // Added after the last batch was taken, while its callers' continuations ran.
+      if (this.queued.length > 0) this.schedule();
     });
   }
 
@@ -35,6 +81,5 @@ export class WriteBatcher<Item> {
         for (const queued of batch) queued.reject(error);
       }
     }
-    this.writing = false;
   }
 }

@@ -1,6 +1,6 @@
-import { KeyedRepository } from '@tamp/kit';
+import { KeyedRepository, WriteBatcher } from '@tamp/kit';
 import type { Db } from 'mongodb';
-import { ADMISSIONS_COLLECTION } from './job-repository';
+import { ADMISSIONS_COLLECTION, WRITE_BEHIND_LINGER_MS } from './job-repository';
 
 /**
  * A job creation between its first side effect and the job's own document: written before
@@ -20,6 +20,13 @@ export interface AdmissionDocument {
 }
 
 export class AdmissionRepository extends KeyedRepository<AdmissionDocument> {
+  private readonly closes = new WriteBatcher<string>(
+    async (jobIds) => {
+      await this.collection.deleteMany({ _id: { $in: [...new Set(jobIds)] } });
+    },
+    { lingerMs: WRITE_BEHIND_LINGER_MS },
+  );
+
   constructor(db: Db) {
     super(db, ADMISSIONS_COLLECTION);
   }
@@ -31,6 +38,20 @@ export class AdmissionRepository extends KeyedRepository<AdmissionDocument> {
 
   async close(jobId: string): Promise<void> {
     await this.collection.deleteOne({ _id: jobId });
+  }
+
+  /**
+   * The close of a creation whose job is stored, write-behind like the job's outbox flags
+   * (JobRepository.markDone): gathered for a moment and deleted together. One left open by a
+   * crash is closed by the reconciler, which finds its job stored. Settles once written.
+   */
+  closeStored(jobId: string): Promise<void> {
+    return this.closes.add(jobId);
+  }
+
+  /** Writes the closes still gathering (on stop). */
+  flush(): Promise<void> {
+    return this.closes.flush();
   }
 
   /** Admissions whose creation has certainly given up: past their deadline by `before`. */

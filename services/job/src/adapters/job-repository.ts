@@ -53,6 +53,12 @@ const SUMMARY_FIELDS = {
 } as const;
 
 /**
+ * How long write-behind confirmations (outbox flags, closed admissions) gather before one bulk
+ * write: far below the reconciler's 30 s, which is what their loss would cost.
+ */
+export const WRITE_BEHIND_LINGER_MS = 500;
+
+/**
  * The `jobs` collection. Every state change is `transition`: one updateOne whose filter is the
  * state the caller decided on, so of several concurrent callers exactly one wins (kit's Mongo
  * connection serializes operations on FerretDB to keep that true there as well).
@@ -69,12 +75,15 @@ export class JobRepository extends KeyedRepository<JobDocument> {
     for (const flag of Object.keys(OUTBOX_DONE) as OutboxFlag[]) {
       this.confirmations.set(
         flag,
-        new WriteBatcher(async (jobIds) => {
-          await this.collection.updateMany(
-            { _id: { $in: [...new Set(jobIds)] } },
-            { $set: { [flag]: OUTBOX_DONE[flag] } },
-          );
-        }),
+        new WriteBatcher(
+          async (jobIds) => {
+            await this.collection.updateMany(
+              { _id: { $in: [...new Set(jobIds)] } },
+              { $set: { [flag]: OUTBOX_DONE[flag] } },
+            );
+          },
+          { lingerMs: WRITE_BEHIND_LINGER_MS },
+        ),
       );
     }
   }
@@ -168,13 +177,19 @@ export class JobRepository extends KeyedRepository<JobDocument> {
   }
 
   /**
-   * Confirms one outbox flag: safe to repeat, no guard needed beyond the id. Confirmations that
-   * queue while one is being written go together in one updateMany by `_id` (FerretDB serves
-   * `_id: { $in }` from the `_id` index with this repository's patch, docs/dependencies.md), so
-   * a busy service writes one command for many jobs.
+   * Confirms one outbox flag, write-behind: confirmations gathered for WRITE_BEHIND_LINGER_MS go
+   * together in one updateMany by `_id` (FerretDB serves `_id: { $in }` from the `_id` index
+   * with this repository's patch, docs/dependencies.md), so a busy service writes one command a
+   * window instead of one per job. Nobody waits on it: a confirmation lost to a crash only means
+   * the reconciler redoes the side effect, which its receiver deduplicates. Settles once written.
    */
-  async markDone(jobId: string, flag: OutboxFlag): Promise<void> {
-    await this.confirmations.get(flag)!.add(jobId);
+  markDone(jobId: string, flag: OutboxFlag): Promise<void> {
+    return this.confirmations.get(flag)!.add(jobId);
+  }
+
+  /** Writes the confirmations still gathering (on stop). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.confirmations.values()].map((batcher) => batcher.flush()));
   }
 
   async list(query: ListQuery): Promise<JobDocument[]> {

@@ -266,10 +266,16 @@ export class JobAdmission {
       return { httpStatus: 202, job: await this.collaborators.reads.represent(stored) };
     try {
       await messaging.publishWork(jobWorkOf(job));
-      await jobs.markDone(job._id, 'workPublished');
     } catch (error) {
       logger.warn({ err: error, jobId: job._id }, 'work not published; the reconciler retries');
+      return { httpStatus: 202, job: publicJobOf(job) };
     }
+    jobs.markDone(job._id, 'workPublished').catch((error: unknown) => {
+      logger.warn(
+        { err: error, jobId: job._id },
+        'publish not confirmed; the reconciler redoes it',
+      );
+    });
     return { httpStatus: 202, job: publicJobOf(job) };
   }
 
@@ -284,7 +290,7 @@ export class JobAdmission {
     const stored = (await jobs.insert(job)) ? job : await jobs.find(job._id);
     // Taken by an abandoned creation: this one ran past the point where it was given up.
     if (stored === null) throw unavailable('The request ran out of time');
-    await admissions.close(job._id).catch((error: unknown) => {
+    admissions.closeStored(job._id).catch((error: unknown) => {
       logger.warn({ err: error, jobId: job._id }, 'admission left open; the reconciler closes it');
     });
     return stored;

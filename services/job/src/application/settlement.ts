@@ -1,6 +1,6 @@
 import type { JobOutcomeMetrics, Logger, Rpc } from '@tamp/kit';
 import { billingEndpoints, presetLabel } from '@tamp/proto';
-import type { JobRepository } from '../adapters/job-repository';
+import type { JobRepository, OutboxFlag } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobEventOf } from '../domain/events';
 import { isTerminal, type JobDocument } from '../domain/job';
@@ -27,38 +27,54 @@ export class Settlement {
 
   async settle(job: JobDocument): Promise<void> {
     if (!isTerminal(job.status)) return;
-    const { jobs, logger, messaging, rpc } = this;
-    if (job.status === 'failed' && job.refundPending) {
-      try {
-        await rpc.call(billingEndpoints.refundCredits, {
-          accountId: job.accountId,
-          jobId: job._id,
-        });
-        await jobs.markDone(job._id, 'refundPending');
-      } catch (error) {
-        logger.warn({ err: error, jobId: job._id }, 'refund not confirmed; the reconciler retries');
-      }
+    if (job.status === 'failed' && job.refundPending) await this.refund(job);
+    if (!job.eventPublished) await this.publishEvent(job);
+    this.messaging.notify({ jobId: job._id, status: job.status });
+  }
+
+  private async refund(job: JobDocument): Promise<void> {
+    try {
+      await this.rpc.call(billingEndpoints.refundCredits, {
+        accountId: job.accountId,
+        jobId: job._id,
+      });
+      this.confirm(job._id, 'refundPending');
+    } catch (error) {
+      this.logger.warn(
+        { err: error, jobId: job._id },
+        'refund not confirmed; the reconciler retries',
+      );
     }
-    if (!job.eventPublished) {
-      try {
-        await messaging.publishEvent(jobEventOf(job));
-        await jobs.markDone(job._id, 'eventPublished');
-        // Counted with the event, which is published once per job (its outbox flag).
-        this.metrics?.record({
-          pipeline: job.pipeline,
-          preset: presetLabel(job.preset),
-          status: job.status,
-          inline: job.inline,
-          createdAt: job.createdAt,
-          finishedAt: job.completedAt ?? job.updatedAt,
-        });
-      } catch (error) {
-        logger.warn(
-          { err: error, jobId: job._id },
-          'job event not published; the reconciler retries',
-        );
-      }
+  }
+
+  private async publishEvent(job: JobDocument): Promise<void> {
+    try {
+      await this.messaging.publishEvent(jobEventOf(job));
+      this.confirm(job._id, 'eventPublished');
+      // Counted with the event, which is published once per job (its outbox flag).
+      this.metrics?.record({
+        pipeline: job.pipeline,
+        preset: presetLabel(job.preset),
+        status: job.status,
+        inline: job.inline,
+        createdAt: job.createdAt,
+        finishedAt: job.completedAt ?? job.updatedAt,
+      });
+    } catch (error) {
+      this.logger.warn(
+        { err: error, jobId: job._id },
+        'job event not published; the reconciler retries',
+      );
     }
-    messaging.notify({ jobId: job._id, status: job.status });
+  }
+
+  /** Write-behind (JobRepository.markDone): the answer does not wait for the flag. */
+  private confirm(jobId: string, flag: OutboxFlag): void {
+    this.jobs.markDone(jobId, flag).catch((error: unknown) => {
+      this.logger.warn(
+        { err: error, jobId, flag },
+        'outbox flag not written; the reconciler redoes it',
+      );
+    });
   }
 }

@@ -164,17 +164,18 @@ export class Sweeper {
 
   private async republish(createdBefore: Date): Promise<number> {
     const { jobs, messaging, logger } = this.collaborators;
-    let republished = 0;
+    const confirmations: Promise<void>[] = [];
     for (const job of await jobs.unpublished(createdBefore, BATCH)) {
       try {
         await messaging.publishWork(jobWorkOf(job));
-        await jobs.markDone(job._id, 'workPublished');
-        republished++;
+        // Confirmed together (write-behind), not one wait of the linger per job.
+        confirmations.push(jobs.markDone(job._id, 'workPublished'));
       } catch (error) {
         logger.warn({ err: error, jobId: job._id }, 'work still not published');
       }
     }
-    return republished;
+    const confirmed = await Promise.allSettled(confirmations);
+    return confirmed.filter((outcome) => outcome.status === 'fulfilled').length;
   }
 
   private async settle(updatedBefore: Date): Promise<number> {
