@@ -277,7 +277,7 @@ export class JobHarness {
 
 /**
  * How a test waits for what the service writes behind its answer (outbox flags and closed
- * admissions gather for WRITE_BEHIND_LINGER_MS): polled, with room for a loaded machine.
+ * admissions gather for kit's WRITE_BEHIND_LINGER_MS): polled, with room for a loaded machine.
  */
 export const CONFIRMED = { timeout: 10_000, interval: 50 };
 

@@ -1,6 +1,6 @@
-import { KeyedRepository, WriteBatcher } from '@tamp/kit';
+import { KeyedRepository, WRITE_BEHIND_LINGER_MS, WriteBatcher } from '@tamp/kit';
 import type { Db } from 'mongodb';
-import { ADMISSIONS_COLLECTION, WRITE_BEHIND_LINGER_MS } from './job-repository';
+import { ADMISSIONS_COLLECTION } from './job-repository';
 
 /**
  * A job creation between its first side effect and the job's own document: written before

@@ -1,4 +1,10 @@
-import { type IndexSpecification, insertIfAbsent, KeyedRepository, WriteBatcher } from '@tamp/kit';
+import {
+  type IndexSpecification,
+  insertIfAbsent,
+  KeyedRepository,
+  WRITE_BEHIND_LINGER_MS,
+  WriteBatcher,
+} from '@tamp/kit';
 import type { JobStatus, JobType } from '@tamp/proto';
 import type { Collection, Db, Filter } from 'mongodb';
 import { type AbandonedCreation, isAbandonedCreation, type JobDocument } from '../domain/job';
@@ -51,12 +57,6 @@ const SUMMARY_FIELDS = {
   createdAt: 1,
   completedAt: 1,
 } as const;
-
-/**
- * How long write-behind confirmations (outbox flags, closed admissions) gather before one bulk
- * write: far below the reconciler's 30 s, which is what their loss would cost.
- */
-export const WRITE_BEHIND_LINGER_MS = 500;
 
 /**
  * The `jobs` collection. Every state change is `transition`: one updateOne whose filter is the
