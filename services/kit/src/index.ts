@@ -7,6 +7,7 @@ export * from './mongo';
 export * from './nats';
 export * from './object-store';
 export * from './ops-server';
+export * from './reply-inbox';
 export * from './rpc';
 export * from './service';
 export * from './shutdown';

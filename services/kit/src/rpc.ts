@@ -166,7 +166,7 @@ export class Rpc {
     handler: EndpointHandler<Endpoint>,
     message: Msg,
   ): Promise<void> {
-    const heartbeat = startHeartbeat(message);
+    const stopHeartbeats = sendHeartbeats(message);
     return inSpan(
       spanName(endpoint),
       {
@@ -175,7 +175,7 @@ export class Rpc {
         parent: extractTraceContext(message.headers),
       },
       (span) => this.handleInSpan(endpoint, handler, message, span),
-    ).finally(() => clearInterval(heartbeat));
+    ).finally(stopHeartbeats);
   }
 
   private async handleInSpan<Endpoint extends AnyEndpoint>(
@@ -324,12 +324,17 @@ function rpcAttributes(endpoint: AnyEndpoint) {
 /** Bounds of the interval a caller may ask for: not a flood, not so rare it means nothing. */
 const HEARTBEAT_BOUNDS_MS = { min: 50, max: 10_000 };
 
-/** Empty messages to the caller while the request is handled, when the caller asked for them. */
-function startHeartbeat(message: Msg): NodeJS.Timeout | undefined {
+/**
+ * Empty messages to the caller while its request is handled, when the caller asked for them
+ * (HEARTBEAT_HEADER); every request/reply server of Tamp sends them (Rpc, inline work). Returns
+ * the function that stops them, to call once the answer is sent.
+ */
+export function sendHeartbeats(message: Msg): () => void {
   const asked = Number(message.headers?.get(HEARTBEAT_HEADER));
-  if (!message.reply || !Number.isFinite(asked) || asked <= 0) return undefined;
+  if (!message.reply || !Number.isFinite(asked) || asked <= 0) return () => {};
   const intervalMs = Math.min(Math.max(asked, HEARTBEAT_BOUNDS_MS.min), HEARTBEAT_BOUNDS_MS.max);
-  return setInterval(() => message.respond(), intervalMs);
+  const timer = setInterval(() => message.respond(), intervalMs);
+  return () => clearInterval(timer);
 }
 
 function deadlineOf(message: Msg): number | undefined {

@@ -2,10 +2,13 @@ import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import {
   DEADLINE_HEADER,
+  DEFAULT_RPC_TIMING,
   destinationOf,
+  HEARTBEAT_HEADER,
   inProducerSpan,
   type Logger,
   type NatsConnection,
+  ReplyInbox,
 } from '@tamp/kit';
 import {
   type InlineWorkReply,
@@ -26,6 +29,7 @@ import {
  */
 export class JobMessaging {
   private readonly js: JetStreamClient;
+  private readonly replies: ReplyInbox;
 
   constructor(
     private readonly nats: NatsConnection,
@@ -33,6 +37,7 @@ export class JobMessaging {
     private readonly logger: Logger,
   ) {
     this.js = jetstream(nats);
+    this.replies = new ReplyInbox(nats);
   }
 
   async publishWork(work: JobWorkMessage): Promise<void> {
@@ -89,11 +94,16 @@ export class JobMessaging {
       // The worker drops the request if it could not start before this: nobody waits then.
       const headers = natsHeaders();
       headers.set(DEADLINE_HEADER, String(Date.now() + timeoutMs));
+      // A worker that dies with the request is given up on once silent, like an Rpc callee.
+      const { heartbeatMs, silenceMs } = DEFAULT_RPC_TIMING;
+      headers.set(HEARTBEAT_HEADER, String(heartbeatMs));
       const reply = await inProducerSpan('work.inline', headers, () =>
-        this.nats.request(this.topology.subjects.inline[work.pipeline], JSON.stringify(body), {
-          timeout: timeoutMs,
+        this.replies.request(
+          this.topology.subjects.inline[work.pipeline],
+          JSON.stringify(body),
           headers,
-        }),
+          { timeoutMs, silenceMs },
+        ),
       );
       payload = reply.json();
     } catch (error) {

@@ -10,7 +10,7 @@ import {
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { DEADLINE_HEADER, readMessage } from '../rpc';
+import { DEADLINE_HEADER, readMessage, sendHeartbeats } from '../rpc';
 import { inConsumerSpan } from '../tracing';
 import { jobWorkerMetrics } from './metrics';
 import type { ResourceGate } from './resource-gate';
@@ -140,11 +140,17 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
       return;
     }
     const controller = new AbortController();
+    // From acceptance on, also while waiting for a slot: the job service tells a worker at work
+    // from one that died with the request.
+    const stopHeartbeats = sendHeartbeats(msg);
     const done: Promise<void> = limit(() =>
       inConsumerSpan(options.queue, msg, () => run(msg, read.value, controller)),
     )
       .catch((crash: unknown) => logger.error({ err: crash }, 'inline handling crashed'))
-      .finally(() => running.delete(done));
+      .finally(() => {
+        stopHeartbeats();
+        running.delete(done);
+      });
     running.set(done, controller);
   };
 

@@ -11,7 +11,8 @@ import { type InlineWorkServer, serveInlineWork } from '../../src/job-worker/inl
 import { PermanentJobError, type ProcessJob } from '../../src/job-worker/types';
 import { connectNats, type NatsConnection, provisionTopology } from '../../src/nats';
 import { MissingObjectError, ObjectStore } from '../../src/object-store';
-import { DEADLINE_HEADER } from '../../src/rpc';
+import { ReplyInbox } from '../../src/reply-inbox';
+import { DEADLINE_HEADER, HEARTBEAT_HEADER } from '../../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);
@@ -171,5 +172,20 @@ describe('serveInlineWork under load', () => {
     const late = nats.request(subject, JSON.stringify(work()), { timeout: 1_000, headers });
     await expect(late).rejects.toThrow();
     expect(runs).toBe(0);
+  });
+
+  it('says it is at work while the job runs, so a caller tells it from a worker that died', async () => {
+    processJob = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      return outcome;
+    };
+    const headers = (await import('@nats-io/nats-core')).headers();
+    headers.set(HEARTBEAT_HEADER, '50');
+    // Silent for 200 ms would be taken for dead: the answer after 600 ms needs the heartbeats.
+    const reply = await new ReplyInbox(nats).request(subject, JSON.stringify(work()), headers, {
+      timeoutMs: 10_000,
+      silenceMs: 200,
+    });
+    expect(reply.json()).toMatchObject({ status: 'completed' });
   });
 });
