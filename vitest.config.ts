@@ -35,6 +35,7 @@ export default defineConfig({
             'services/*/examples/**/*.test.ts',
             'client/test/unit/**/*.test.ts',
             'scripts/docs/**/*.test.ts',
+            'test/support/**/*.test.ts',
           ],
           exclude: [ADAPTER_TESTS, '**/node_modules/**'],
         },

@@ -21,6 +21,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import sharp from 'sharp';
 import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 import { type ApiClient, uploadBytes } from '../bench/bench-stack';
@@ -249,6 +250,56 @@ async function bigJob(
     memory,
     ...(job.result && { metrics: job.result.metrics }),
   };
+}
+
+export interface ImageJobFigures extends BigJobFigures {
+  /** The JPEG as the worker's memory model reads it from the header. */
+  input: { width: number; height: number; progressive: boolean };
+}
+
+/**
+ * The image part of the measurement alone, for one seeded photo JPEG of `jpeg`'s shape and the
+ * request's `chain` (a preset or operations): upload it, run the job, sample worker-image's RSS
+ * meanwhile. `test/e2e/worker-memory.test.ts` runs it on every `npm test` at a size whose memory
+ * need the model in services/worker-image predicts, to compare the two.
+ */
+export async function measureImageJob(
+  stack: MeasuredStack,
+  options: {
+    apiKey: string;
+    jpeg: { width: number; height: number; quality: number };
+    chain: Record<string, unknown>;
+    log?: (line: string) => void;
+  },
+): Promise<ImageJobFigures> {
+  const fixtures = await ImageFixtures.create('tamp-memory-jpeg-');
+  try {
+    const path = await fixtures.photo({ ...options.jpeg, format: 'jpeg', seed: 42 });
+    const jpeg = await readFile(path);
+    const metadata = await sharp(jpeg).metadata();
+    const imageId = await uploadBytes(stack, options.apiKey, 'photo.jpg', jpeg);
+    const figures = await bigJob(
+      stack,
+      options.apiKey,
+      'worker-image',
+      '/v1/image',
+      { imageId, ...options.chain },
+      jpeg.length,
+    );
+    options.log?.(
+      `image: ${figures.status} in ${figures.durationMs} ms, worker ${mb(figures.memory.startRss)} before, peak ${mb(figures.memory.peakRss)} (VmHWM ${mb(figures.memory.hwm)})`,
+    );
+    return {
+      ...figures,
+      input: {
+        width: metadata.width ?? 0,
+        height: metadata.height ?? 0,
+        progressive: metadata.isProgressive === true,
+      },
+    };
+  } finally {
+    await fixtures.cleanup();
+  }
 }
 
 /** The mixed series: sizes, input formats, output formats, inline and queued (AVIF). */

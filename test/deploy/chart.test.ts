@@ -11,7 +11,10 @@ import { configSchema as gatewaySchema } from '../../services/gateway/src/config
 import { configSchema as jobSchema } from '../../services/job/src/config';
 import { configSchema as operatorSchema } from '../../services/operator/src/config';
 import { configSchema as uploadSchema } from '../../services/upload/src/config';
-import { targetPolicyFrom, configSchema as webhookSchema } from '../../services/webhook/src/config';
+import {
+  configSchema as webhookSchema,
+  webhookSettingsFrom,
+} from '../../services/webhook/src/config';
 import { configSchema as workerAudioSchema } from '../../services/worker-audio/src/config';
 import { configSchema as workerImageSchema } from '../../services/worker-image/src/config';
 import { configSchema as workerTextSchema } from '../../services/worker-text/src/config';
@@ -344,7 +347,10 @@ describe('Helm chart charts/tamp', () => {
       const webhook = webhookSchema.parse(
         resolvedEnv(deploymentOf(manifests, 'webhook'), manifests),
       );
-      expect(targetPolicyFrom(webhook)).toEqual({ allowHttp: false, allowCidrs: [] });
+      expect(webhookSettingsFrom(webhook).targetPolicy).toEqual({
+        allowHttp: false,
+        allowCidrs: [],
+      });
     }
   });
 
@@ -359,7 +365,7 @@ describe('Helm chart charts/tamp', () => {
     ]);
     const expected = { allowHttp: true, allowCidrs: ['10.0.0.200/32', '192.168.10.0/24'] };
     const webhook = webhookSchema.parse(resolvedEnv(deploymentOf(manifests, 'webhook'), manifests));
-    expect(targetPolicyFrom(webhook)).toEqual(expected);
+    expect(webhookSettingsFrom(webhook).targetPolicy).toEqual(expected);
     // The gateway refuses a webhookUrl when it is given by the same policy.
     const gateway = gatewaySchema.parse(resolvedEnv(deploymentOf(manifests, 'gateway'), manifests));
     expect(webhookTargetPolicyFrom(gateway)).toEqual(expected);

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { photo, speechWav, tinyPng } from '../support/media';
+import { rateLimitWindowWithRoom } from '../support/rate-limit-window';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 
 /**
@@ -65,8 +66,12 @@ describe('Authentication', () => {
     const { keyId, apiKey } = key.body.data!;
     expect((await stack.api('GET', '/v1/usage/current', { token: apiKey })).status).toBe(200);
     expect((await stack.admin('DELETE', `/admin/keys/${keyId}`)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
-    expect((await stack.api('GET', '/v1/usage/current', { token: apiKey })).status).toBe(401);
+    await expect
+      .poll(async () => (await stack.api('GET', '/v1/usage/current', { token: apiKey })).status, {
+        timeout: 5_000,
+        interval: 100,
+      })
+      .toBe(401);
   });
 });
 
@@ -498,9 +503,19 @@ describe('Image jobs', () => {
     expect(created.status).toBe(202);
     const job = await waitForJob(account.apiKey, created.body.data!.id);
     expect(job.status).toBe('completed');
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // A signature carries its time to the second (X-Amz-Date): read again once this machine's
+    // clock, which the services sign with, has left the first URL's second.
+    const signedAt = (url: string) => new URL(url).searchParams.get('X-Amz-Date') ?? '';
+    const firstSignedAt = signedAt(job.result!.outputUrl!);
+    expect(firstSignedAt).toMatch(/^\d{8}T\d{6}Z$/);
+    const amzNow = () => new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+    await vi.waitFor(() => expect(amzNow() > firstSignedAt).toBe(true), {
+      timeout: 5_000,
+      interval: 20,
+    });
     const again = await stack.api<Job>('GET', `/v1/jobs/${job.id}`, { token: account.apiKey });
     expect(again.body.data!.result!.outputUrl).not.toBe(job.result!.outputUrl);
+    expect(signedAt(again.body.data!.result!.outputUrl!) > firstSignedAt).toBe(true);
   });
 });
 
@@ -670,13 +685,16 @@ describe('GET /v1/usage/current', () => {
       token: user.apiKey,
       body: { text: 'héllo wörld', preset: 'chill' },
     });
-    let usage: Record<string, Record<string, number>> = {};
-    for (let attempt = 0; attempt < 50; attempt++) {
-      usage = (await stack.api<typeof usage>('GET', '/v1/usage/current', { token: user.apiKey }))
-        .body.data!;
-      if (usage.text?.requests === 1) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    type Usage = Record<string, Record<string, number>>;
+    const usage = await vi.waitFor(
+      async () => {
+        const current = (await stack.api<Usage>('GET', '/v1/usage/current', { token: user.apiKey }))
+          .body.data!;
+        expect(current.text?.requests).toBe(1);
+        return current;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     expect(usage.text).toEqual({ requests: 1, characters: 11, inputBytes: 13 });
     expect(usage.video).toEqual({ requests: 0, minutes: 0, inputBytes: 0 });
     expect(usage.audio).toEqual({ requests: 0, minutes: 0, inputBytes: 0 });
@@ -764,11 +782,18 @@ describe('Presets and operations endpoints', () => {
 describe('Rate limits', () => {
   it('sets RateLimit headers and answers 429 RATE_LIMITED with Retry-After past the plan rate', async () => {
     const free = await stack.createAccount({ plan: 'free' });
+    // The limiter counts in fixed one-minute windows: all 61 requests must land in one, so they
+    // start with 20 s of it left (they take about a second).
+    await rateLimitWindowWithRoom(20_000);
     const responses = [];
     for (let index = 0; index < 61; index++) {
       responses.push(await stack.api('GET', '/v1/text/presets', { token: free.apiKey }));
     }
     expect(responses[0]!.headers.get('ratelimit-limit')).toBe('60');
+    // One window: the count only went down (a new window would have started it again at 59).
+    expect(
+      responses.slice(0, 60).map((response) => response.headers.get('ratelimit-remaining')),
+    ).toEqual(Array.from({ length: 60 }, (_, index) => String(59 - index)));
     expect(responses[59]!.status).toBe(200);
     const limited = responses[60]!;
     expect(limited.status).toBe(429);

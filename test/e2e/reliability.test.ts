@@ -10,6 +10,7 @@ import { connectNats, type NatsConnection, ObjectStore } from '../../services/ki
 import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { speechWav } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
+import { assertStaysTrue } from '../support/stays-true';
 
 /**
  * Faults injected into the real stack: a worker killed mid-job, an input that disappears from
@@ -123,6 +124,27 @@ async function settled(id: string): Promise<JobDocument> {
   });
 }
 
+/**
+ * A settled job's events and ledger entries are `expected` and stay so for 2 s, the time a
+ * duplicate (a second event, charge or refund from a redelivered attempt) would take to show:
+ * no state announces that none is coming.
+ */
+async function noDuplicates(
+  jobId: string,
+  expected: {
+    events: { completed: number; failed: number };
+    ledger: { reserve: string[]; refund: string[] };
+  },
+): Promise<void> {
+  await assertStaysTrue(
+    async () => {
+      expect(await eventsFor(jobId)).toEqual(expected.events);
+      expect(await ledgerEntries(jobId)).toEqual(expected.ledger);
+    },
+    { forMs: 2_000, intervalMs: 250, what: `no duplicate side effect of ${jobId}` },
+  );
+}
+
 async function createAudioJob(audioId: string, preset = 'chill'): Promise<string> {
   const created = await stack.api<Job>('POST', '/v1/audio', {
     token: account.apiKey,
@@ -223,9 +245,10 @@ describe('a worker killed mid-job', () => {
     // The lost attempt counts; the redelivery (JetStream delivery 2) ran it to completion.
     expect(document.attempts).toBe(2);
 
-    await sleep(2_000); // time for a duplicate, if any were coming
-    expect(await eventsFor(jobId)).toEqual({ completed: 1, failed: 0 });
-    expect(await ledgerEntries(jobId)).toEqual({ reserve: [`reserve:${jobId}`], refund: [] });
+    await noDuplicates(jobId, {
+      events: { completed: 1, failed: 0 },
+      ledger: { reserve: [`reserve:${jobId}`], refund: [] },
+    });
     const charged = creditsBefore - (await credits());
     expect(charged).toBeGreaterThan(0);
     console.log(
@@ -250,13 +273,11 @@ describe('a job failing on every attempt', () => {
     expect(document.attempts).toBe(4);
     expect(document.status).toBe('failed');
 
-    await sleep(2_000);
-    expect(await ledgerEntries(jobId)).toEqual({
-      reserve: [`reserve:${jobId}`],
-      refund: [`refund:${jobId}`],
+    await noDuplicates(jobId, {
+      events: { completed: 0, failed: 1 },
+      ledger: { reserve: [`reserve:${jobId}`], refund: [`refund:${jobId}`] },
     });
     expect(await credits()).toBe(creditsBefore);
-    expect(await eventsFor(jobId)).toEqual({ completed: 0, failed: 1 });
     console.log(`missing input: failed after ${document.attempts} attempts: ${job.error}`);
   }, 150_000);
 });
@@ -285,9 +306,10 @@ describe('a job failing on its first attempt only', () => {
     expect(job.status, JSON.stringify(job)).toBe('completed');
     const document = await settled(jobId);
     expect(document.attempts).toBe(2);
-    await sleep(2_000);
-    expect(await ledgerEntries(jobId)).toEqual({ reserve: [`reserve:${jobId}`], refund: [] });
+    await noDuplicates(jobId, {
+      events: { completed: 1, failed: 0 },
+      ledger: { reserve: [`reserve:${jobId}`], refund: [] },
+    });
     expect(await credits()).toBeLessThan(creditsBefore);
-    expect(await eventsFor(jobId)).toEqual({ completed: 1, failed: 0 });
   }, 120_000);
 });

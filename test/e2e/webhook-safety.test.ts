@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestAccount, type TestStack } from '../support/stack';
+import { assertStaysTrue } from '../support/stays-true';
 
 /**
  * Target safety through the whole stack with the production policy (https only, no private or
@@ -149,8 +150,13 @@ async function expectRefused(webhookUrl: string): Promise<DeliveryRecord> {
   );
   const jobId = created.body.data!.id;
   await firstRecord(jobId);
-  // Longer than every retry delay together: a retry of a refusal would show by now.
-  await sleep(RETRY_SCHEDULE_MS.reduce((sum, delay) => sum + delay, 0) + 1_000);
+  // A refusal is not retried: the attempt stays the only one, watched for longer than every
+  // retry delay together, in which a retry would show.
+  await assertStaysTrue(async () => expect(await deliveries(jobId)).toHaveLength(1), {
+    forMs: RETRY_SCHEDULE_MS.reduce((sum, delay) => sum + delay, 0) + 1_000,
+    intervalMs: 250,
+    what: 'no retry of a refusal',
+  });
   const records = await deliveries(jobId);
   expect(records).toHaveLength(1);
   const [record] = records;

@@ -9,14 +9,16 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { type Db, MongoClient } from 'mongodb';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type TampEvent,
   verifyTampDelivery,
 } from '../../services/webhook/examples/verify-delivery';
 import { tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
+import { assertStaysTrue } from '../support/stays-true';
 
 /**
  * Webhook deliveries through the whole stack (local policy: http and loopback allowed), received
@@ -32,6 +34,9 @@ const execFile = promisify(execFileCallback);
 
 let stack: TestStack;
 let account: TestAccount;
+let mongo: MongoClient | undefined;
+/** The stack's database: where the webhook service keeps each delivery sequence. */
+let db: Db;
 const receivers: Receiver[] = [];
 
 beforeAll(async () => {
@@ -43,10 +48,14 @@ beforeAll(async () => {
     },
   });
   account = await stack.createAccount({ plan: 'pro', credits: 1_000 });
+  mongo = new MongoClient(stack.infrastructure.mongoUrl);
+  await mongo.connect();
+  db = mongo.db(stack.infrastructure.database);
 }, 180_000);
 
 afterAll(async () => {
   await Promise.all(receivers.map((receiver) => receiver.close()));
+  await mongo?.close();
   await stack?.stop();
 });
 
@@ -442,10 +451,15 @@ describe('Targets', () => {
     // A queued job created afterwards is delivered: the inline one had every chance to be too.
     const queued = await queuedTextJob(holder.apiKey, { text: LARGE_TEXT });
     await receiver.waitForRequests(1);
-    await sleep(2_000);
-    const ids = receiver.requests.map((request) => JSON.parse(request.body.toString()).job.id);
-    expect(ids).toEqual([queued]);
-    expect(await deliveries(inlineId)).toEqual([]);
+    // Nothing may come for the inline job; watched for 2 s, in which a late delivery would show.
+    await assertStaysTrue(
+      async () => {
+        const ids = receiver.requests.map((request) => JSON.parse(request.body.toString()).job.id);
+        expect(ids).toEqual([queued]);
+        expect(await deliveries(inlineId)).toEqual([]);
+      },
+      { forMs: 2_000, intervalMs: 250, what: 'no delivery of the inline job' },
+    );
   });
 });
 
@@ -455,8 +469,11 @@ describe('Retries', () => {
     const jobId = await queuedTextJob(account.apiKey, { webhookUrl: receiver.url });
     const received = await receiver.waitForRequests(4);
     const records = await waitForDeliveries(jobId, (list) => list.length >= 4);
-    await sleep(1_500); // longer than any retry delay after the first: a 5th would show
-    expect(receiver.requests).toHaveLength(4);
+    // No 5th request: watched for 1.5 s, longer than any retry delay after the first.
+    await assertStaysTrue(() => expect(receiver.requests).toHaveLength(4), {
+      forMs: 1_500,
+      what: 'no 5th attempt',
+    });
 
     const webhookIds = received.map((request) => header(request, 'webhook-id'));
     expect(new Set(webhookIds).size).toBe(1);
@@ -511,9 +528,11 @@ describe('Retries', () => {
     const receiver = await Receiver.start(() => 'hang');
     const jobId = await queuedTextJob(account.apiKey, { webhookUrl: receiver.url });
     const records = await waitForDeliveries(jobId, (list) => list.length >= 6, 60_000);
-    // Past the last scheduled retry (and its deadline), with room to spare: no 7th attempt.
-    await sleep(Math.max(...RETRY_SCHEDULE_MS) * 2 + TIMEOUT_MS * 3);
-    expect(receiver.requests).toHaveLength(6);
+    // No 7th attempt: watched past the last scheduled retry (and its deadline), with room.
+    await assertStaysTrue(() => expect(receiver.requests).toHaveLength(6), {
+      forMs: Math.max(...RETRY_SCHEDULE_MS) * 2 + TIMEOUT_MS * 3,
+      what: 'no 7th attempt',
+    });
     expect(await deliveries(jobId)).toHaveLength(6);
     expect(records.map((record) => [record.attempt, record.outcome, record.statusCode])).toEqual(
       [1, 2, 3, 4, 5, 6].map((attempt) => [attempt, 'failed', null]),
@@ -537,7 +556,19 @@ describe('Retries', () => {
     const jobId = await queuedTextJob(account.apiKey, { webhookUrl: receiver.url });
     // The first attempt has been recorded as failed: the retry now waits in MongoDB.
     await waitForDeliveries(jobId, (list) => list.some((record) => record.outcome === 'failed'));
-    await sleep(200); // the sequence update follows the attempt record
+    // The sequence update follows the attempt record: wait for the retry to be scheduled.
+    await eventually(
+      async () => {
+        const sequence = await db
+          .collection<{ jobId: string; event: string; status: string; attempts: number }>(
+            'webhook_deliveries',
+          )
+          .findOne({ jobId, event: 'job.completed' });
+        return sequence?.status === 'scheduled' && sequence.attempts === 1;
+      },
+      10_000,
+      () => 'the retry to be scheduled in MongoDB',
+    );
     const webhook = stack.services.services.find((service) => service.name === 'webhook')!;
     const killed = webhook.pid()!;
     expect(receiver.requests).toHaveLength(1); // still inside the first backoff
@@ -557,8 +588,11 @@ describe('Retries', () => {
       [1, 'failed', 503],
       [2, 'delivered', 204],
     ]);
-    await sleep(1_000);
-    expect(receiver.requests).toHaveLength(2);
+    // Delivered once: no third request, watched for 1 s (three retry delays after the first).
+    await assertStaysTrue(() => expect(receiver.requests).toHaveLength(2), {
+      forMs: 1_000,
+      what: 'no attempt after the delivery',
+    });
   });
 
   it('never follows a redirect: 302 to an inward URL is a failed attempt, the inward server sees nothing', async () => {
@@ -650,8 +684,12 @@ describe('Signing secret rotation', () => {
     const stranger = (await stack.createAccount()).webhookSecret;
     expect(verifiesWith(during!, stranger)).toBe(false);
 
-    // After it: the same event sent again is signed with the new secret alone.
-    await sleep(Math.max(0, validUntil - Date.now()) + 500);
+    // After it: the same event sent again is signed with the new secret alone. Billing judges
+    // the grace period by this machine's clock: wait for it to pass the end.
+    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(validUntil), {
+      timeout: SECRET_GRACE_MS + 5_000,
+      interval: 50,
+    });
     const redelivered = await stack.admin('POST', `/admin/jobs/${jobId}/redeliver`, {});
     expect(redelivered.status, JSON.stringify(redelivered.body)).toBe(202);
     const [, after] = await receiver.waitForRequests(2);

@@ -35,7 +35,13 @@ export interface WorkerHarness {
 export interface WorkerHarnessOptions {
   name: string;
   concurrency: number;
-  start(dependencies: PipelineWorkerDependencies): Promise<{ stop(): Promise<void> }>;
+  /**
+   * Starts the worker. `env` is what its process would get here (this file's servers,
+   * `concurrency`, a scratch temp dir): parse it with the service's schema for its settings.
+   */
+  start(
+    dependencies: PipelineWorkerDependencies & { env: Record<string, string> },
+  ): Promise<{ stop(): Promise<void> }>;
 }
 
 /**
@@ -53,11 +59,12 @@ export async function startWorkerHarness(options: WorkerHarnessOptions): Promise
   const jobService = new JobServiceDouble(nats, topology, 100);
   const dir = await mkdtemp(join(tmpdir(), `tamp-${options.name}-`));
   const worker = await options.start({
-    config: {
-      WORKER_CONCURRENCY: options.concurrency,
-      WORKER_INLINE_CONCURRENCY: options.concurrency,
+    env: {
+      ...infrastructure.serviceEnv,
+      WORKER_CONCURRENCY: String(options.concurrency),
+      WORKER_INLINE_CONCURRENCY: String(options.concurrency),
       WORKER_TEMP_DIR: join(dir, 'work'),
-      WORKER_STOP_GRACE_MS: 5_000,
+      WORKER_STOP_GRACE_MS: '5000',
     },
     nats,
     topology,

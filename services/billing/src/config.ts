@@ -2,7 +2,6 @@ import { mongoEnv, natsEnv, serviceEnv } from '@tamp/kit';
 import { MAX_WEBHOOK_SECRET_GRACE_SECONDS } from '@tamp/proto';
 import { z } from 'zod';
 import { type PlanCatalog, planCatalog, planOverrides } from './domain/plans';
-import { DEFAULT_WEBHOOK_SECRET_GRACE_MS } from './domain/webhook-secret';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -63,7 +62,8 @@ export const configSchema = z.object({
     .int()
     .min(0)
     .max(MAX_WEBHOOK_SECRET_GRACE_SECONDS * 1000)
-    .default(DEFAULT_WEBHOOK_SECRET_GRACE_MS),
+    // Receivers get a day to move to the new secret.
+    .default(DAY_MS),
   /**
    * How long a dashboard session lasts from sign-in (12 h): a working day without signing in
    * again, short enough that a forgotten browser does not stay signed in. 1 minute to 7 days.
@@ -86,3 +86,25 @@ export const configSchema = z.object({
     .default(15 * MINUTE_MS),
 });
 export type Config = z.output<typeof configSchema>;
+
+export interface BillingSettings {
+  plans: PlanCatalog;
+  /** Seals webhook secrets at rest (AES-256-GCM); null stores them plain. */
+  secretsEncryptionKey: Buffer | null;
+  /** How long a rotated-out webhook secret keeps signing when the rotation names no period. */
+  webhookSecretGraceMs: number;
+  /** How long a dashboard session lasts from sign-in. */
+  dashboardSessionTtlMs: number;
+  /** How long a sign-in link can be redeemed. */
+  signInLinkTtlMs: number;
+}
+
+export function billingSettingsFrom(config: Config): BillingSettings {
+  return {
+    plans: config.PLANS_JSON,
+    secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
+    webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
+    dashboardSessionTtlMs: config.DASHBOARD_SESSION_TTL_MS,
+    signInLinkTtlMs: config.SIGN_IN_LINK_TTL_MS,
+  };
+}

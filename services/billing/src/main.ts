@@ -1,6 +1,8 @@
+// First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
+import '@tamp/kit/instrument';
 import { creditMetrics, runService } from '@tamp/kit';
 import { BILLING_INDEXES } from './adapters/documents';
-import { configSchema } from './config';
+import { billingSettingsFrom, configSchema } from './config';
 import { startBillingService } from './service';
 
 await runService({
@@ -12,12 +14,8 @@ await runService({
       nats,
       topology,
       db: await connectMongo(config, BILLING_INDEXES),
-      plans: config.PLANS_JSON,
       logger,
-      secretsEncryptionKey: config.SECRETS_ENCRYPTION_KEY,
-      webhookSecretGraceMs: config.WEBHOOK_SECRET_GRACE_MS,
-      dashboardSessionTtlMs: config.DASHBOARD_SESSION_TTL_MS,
-      signInLinkTtlMs: config.SIGN_IN_LINK_TTL_MS,
+      settings: billingSettingsFrom(config),
       metrics: creditMetrics(metrics),
     });
   },

@@ -18,26 +18,20 @@ import { DashboardSessions } from './application/dashboard-sessions';
 import { KeyUseRecorder } from './application/key-use';
 import { UsageRecording } from './application/usage-recording';
 import { UsageReports } from './application/usage-report';
+import type { BillingSettings } from './config';
 import type { PlanCatalog } from './domain/plans';
-import { DEFAULT_WEBHOOK_SECRET_GRACE_MS, SecretSealer } from './domain/webhook-secret';
+import { SecretSealer } from './domain/webhook-secret';
 
 export interface BillingDependencies {
   nats: NatsConnection;
   topology: Topology;
   /** Must be owned by this service alone (see kit's connectMongo on FerretDB). */
   db: Db;
-  plans: PlanCatalog;
   logger: Logger;
-  /** Seals webhook secrets at rest (AES-256-GCM); null stores them plain. */
-  secretsEncryptionKey?: Buffer | null;
-  /** How long a rotated-out webhook secret keeps signing when the rotation names no period. */
-  webhookSecretGraceMs?: number;
-  /** How long a dashboard session lasts from sign-in (config: `DASHBOARD_SESSION_TTL_MS`). */
-  dashboardSessionTtlMs: number;
-  /** How long a sign-in link can be redeemed (config: `SIGN_IN_LINK_TTL_MS`). */
-  signInLinkTtlMs: number;
+  /** From billingSettingsFrom (config.ts); tests change single values. */
+  settings: BillingSettings;
   /** The time periods and records are based on; tests move it. */
-  now?: () => Date;
+  clock?: () => Date;
   metrics?: CreditMetrics;
 }
 
@@ -49,18 +43,18 @@ export function composeCredits(
   db: Db,
   options: {
     plans: PlanCatalog;
-    now: () => Date;
+    clock: () => Date;
     logger: Logger;
     metrics?: CreditMetrics | undefined;
   },
 ): { credits: Credits; postings: CreditPostings } {
-  const { plans, now, logger } = options;
+  const { plans, clock, logger } = options;
   const accounts = new AccountRepository(db);
   const ledger = new LedgerRepository(db);
-  const periods = new AccountPeriods(accounts, ledger, plans, now);
-  const postings = new CreditPostings(accounts, ledger, periods, now, logger);
+  const periods = new AccountPeriods(accounts, ledger, plans, clock);
+  const postings = new CreditPostings(accounts, ledger, periods, clock, logger);
   return {
-    credits: new Credits(postings, accounts, ledger, periods, now, options.metrics),
+    credits: new Credits(postings, accounts, ledger, periods, clock, options.metrics),
     postings,
   };
 }
@@ -69,27 +63,28 @@ export function composeCredits(
 export async function startBillingService(
   dependencies: BillingDependencies,
 ): Promise<{ stop(): Promise<void> }> {
-  const { db, plans, logger } = dependencies;
-  const now = dependencies.now ?? (() => new Date());
+  const { db, logger, settings } = dependencies;
+  const { plans } = settings;
+  const clock = dependencies.clock ?? (() => new Date());
   const accountRepository = new AccountRepository(db);
   const apiKeyRepository = new ApiKeyRepository(db);
   const usage = new UsageRepository(db);
-  const keyUse = new KeyUseRecorder(apiKeyRepository, now, logger);
-  const keys = new ApiKeys(apiKeyRepository, accountRepository, plans, keyUse, now);
+  const keyUse = new KeyUseRecorder(apiKeyRepository, clock, logger);
+  const keys = new ApiKeys(apiKeyRepository, accountRepository, plans, keyUse, clock);
   const accounts = new Accounts(
     accountRepository,
     keys,
     usage,
     plans,
-    new SecretSealer(dependencies.secretsEncryptionKey ?? null),
-    dependencies.webhookSecretGraceMs ?? DEFAULT_WEBHOOK_SECRET_GRACE_MS,
-    now,
+    new SecretSealer(settings.secretsEncryptionKey),
+    settings.webhookSecretGraceMs,
+    clock,
     logger,
     new AccountNotifications(dependencies.nats, dependencies.topology, logger),
   );
   const { credits, postings } = composeCredits(db, {
     plans,
-    now,
+    clock,
     logger,
     metrics: dependencies.metrics,
   });
@@ -99,13 +94,13 @@ export async function startBillingService(
     accountRepository,
     keys,
     {
-      sessionTtlMs: dependencies.dashboardSessionTtlMs,
-      signInLinkTtlMs: dependencies.signInLinkTtlMs,
+      sessionTtlMs: settings.dashboardSessionTtlMs,
+      signInLinkTtlMs: settings.signInLinkTtlMs,
     },
-    now,
+    clock,
     logger,
   );
-  const usageReports = new UsageReports(accountRepository, usage, now);
+  const usageReports = new UsageReports(accountRepository, usage, clock);
 
   const rpc = new Rpc(dependencies.nats, dependencies.topology, logger);
   const endpoints = await serveBillingEndpoints(rpc, {

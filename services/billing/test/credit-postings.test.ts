@@ -33,7 +33,7 @@ afterAll(() => harness.stop());
 function replica() {
   return composeCredits(harness.db, {
     plans: planCatalog(),
-    now: () => harness.clock,
+    clock: () => harness.clock,
     logger: harness.logger,
   });
 }

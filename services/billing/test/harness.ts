@@ -23,7 +23,7 @@ import { pino } from 'pino';
 import { expect } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { BILLING_INDEXES } from '../src/adapters/documents';
-import { planCatalog } from '../src/domain/plans';
+import { billingSettingsFrom, configSchema } from '../src/config';
 import { startBillingService } from '../src/service';
 
 const MINUTE_MS = 60_000;
@@ -77,12 +77,14 @@ export class BillingHarness {
       nats: this.serverNats,
       topology: this.topology,
       db: this.db,
-      plans: planCatalog(),
       logger,
-      secretsEncryptionKey: randomBytes(32),
-      dashboardSessionTtlMs: SESSION_TTL_MS,
-      signInLinkTtlMs: SIGN_IN_LINK_TTL_MS,
-      now: () => this.clock,
+      settings: {
+        ...billingSettingsFrom(configSchema.parse(this.infrastructure.serviceEnv)),
+        secretsEncryptionKey: randomBytes(32),
+        dashboardSessionTtlMs: SESSION_TTL_MS,
+        signInLinkTtlMs: SIGN_IN_LINK_TTL_MS,
+      },
+      clock: () => this.clock,
     });
     this.rpc = new Rpc(this.clientNats, this.topology, logger);
     return this;

@@ -1,8 +1,7 @@
-import { loadConfig, webhookTargetPolicyFrom } from '@tamp/kit';
-import { PRODUCTION_POLICY } from '@tamp/proto';
+import { loadConfig } from '@tamp/kit';
+import { LIMITS, PRODUCTION_POLICY } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HTTP_LIMITS } from './api/http-server';
-import { configSchema, httpLimitsFrom } from './config';
+import { configSchema, gatewaySettingsFrom } from './config';
 
 const REQUIRED = {
   NATS_URL: 'nats://127.0.0.1:4222',
@@ -13,9 +12,22 @@ const REQUIRED = {
 
 describe('gateway configuration', () => {
   it('bounds every request and connection by default, and sends webhooks by the production policy', () => {
-    const config = loadConfig('gateway', configSchema, REQUIRED);
-    expect(httpLimitsFrom(config)).toEqual(DEFAULT_HTTP_LIMITS);
-    expect(webhookTargetPolicyFrom(config)).toEqual(PRODUCTION_POLICY);
+    const settings = gatewaySettingsFrom(loadConfig('gateway', configSchema, REQUIRED));
+    expect(settings.httpLimits).toEqual({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 60_000,
+      keepAliveTimeoutMs: 72_000,
+      connectionTimeoutMs: 120_000,
+      maxConnections: 10_000,
+      maxConnectionsPerAddress: 256,
+    });
+    expect(settings.webhookTargets).toEqual(PRODUCTION_POLICY);
+    expect(settings).toMatchObject({
+      adminToken: undefined,
+      authCacheTtlMs: 4_000,
+      createJobBudgetMs: LIMITS.createJobBudgetMs,
+      maxConcurrentCreations: 256,
+    });
   });
 
   it('reads the limits and the webhook policy from the environment', () => {
@@ -27,12 +39,13 @@ describe('gateway configuration', () => {
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
     });
-    expect(httpLimitsFrom(config)).toMatchObject({
+    const settings = gatewaySettingsFrom(config);
+    expect(settings.httpLimits).toMatchObject({
       headersTimeoutMs: 5_000,
       requestTimeoutMs: 30_000,
       maxConnectionsPerAddress: 0,
     });
-    expect(webhookTargetPolicyFrom(config)).toEqual({
+    expect(settings.webhookTargets).toEqual({
       allowHttp: true,
       allowCidrs: ['127.0.0.0/8'],
     });

@@ -1,7 +1,14 @@
-import { envPort, natsEnv, s3Env, serviceEnv, webhookTargetEnv } from '@tamp/kit';
-import { LIMITS } from '@tamp/proto';
+import {
+  envPort,
+  natsEnv,
+  s3Env,
+  serviceEnv,
+  webhookTargetEnv,
+  webhookTargetPolicyFrom,
+} from '@tamp/kit';
+import { LIMITS, type TargetPolicy } from '@tamp/proto';
 import { z } from 'zod';
-import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './api/http-server';
+import type { HttpLimits } from './api/http-server';
 
 const milliseconds = z.coerce.number().int().min(1_000).max(3_600_000);
 
@@ -46,51 +53,62 @@ export const configSchema = z.object({
    * Time for a request's line and headers to arrive (at most HTTP_REQUEST_TIMEOUT_MS). Past it
    * the client gets 408 REQUEST_TIMEOUT and the connection is closed.
    */
-  HTTP_HEADERS_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.headersTimeoutMs),
+  HTTP_HEADERS_TIMEOUT_MS: milliseconds.default(10_000),
   /**
    * Time for a whole request, body included, to arrive; past it 408 REQUEST_TIMEOUT. The largest
    * body (24 MB of text) needs about 3.3 Mbit/s to make it; larger inputs belong in uploads.
    */
-  HTTP_REQUEST_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.requestTimeoutMs),
+  HTTP_REQUEST_TIMEOUT_MS: milliseconds.default(60_000),
   /**
    * An idle kept-alive connection is closed after this. Longer than the 60 s idle timeout of
    * common load balancers, so they close first and never send on a connection being closed.
    */
-  HTTP_KEEP_ALIVE_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: milliseconds.default(72_000),
   /**
    * A connection on which nothing moves for this long is destroyed (a client that stopped
    * reading its answer). Longer than a long-poll (30 s) or a creation (25 s) is silent.
    */
-  HTTP_CONNECTION_TIMEOUT_MS: milliseconds.default(DEFAULT_HTTP_LIMITS.connectionTimeoutMs),
+  HTTP_CONNECTION_TIMEOUT_MS: milliseconds.default(120_000),
   /** Connections the public API holds at once; Node drops new ones beyond it. */
-  MAX_CONNECTIONS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1_000_000)
-    .default(DEFAULT_HTTP_LIMITS.maxConnections),
+  MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /**
    * Connections one peer address may hold on the public API; beyond it, 429 RATE_LIMITED and
    * the connection is closed. 0: no limit, for a gateway behind an ingress or load balancer,
    * whose own addresses are the peers (limit clients there instead).
    */
-  MAX_CONNECTIONS_PER_ADDRESS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(1_000_000)
-    .default(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
+  MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).max(1_000_000).default(256),
 });
 export type Config = z.output<typeof configSchema>;
 
-/** The HTTP servers' limits from the environment. */
-export function httpLimitsFrom(config: Config): HttpLimits {
+export interface GatewaySettings {
+  /** Bearer token of the admin API; undefined: the admin API refuses every request. */
+  adminToken: string | undefined;
+  /** How long an API key check is cached. */
+  authCacheTtlMs: number;
+  /** Budget of one job creation, shared by every internal call made for it. */
+  createJobBudgetMs: number;
+  /** Job creations one replica forwards at once; more are shed with 503. */
+  maxConcurrentCreations: number;
+  /** Time and connection limits of both HTTP servers. */
+  httpLimits: HttpLimits;
+  /** Where webhooks may be sent: the webhook service's policy. */
+  webhookTargets: TargetPolicy;
+}
+
+export function gatewaySettingsFrom(config: Config): GatewaySettings {
   return {
-    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
-    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
-    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-    connectionTimeoutMs: config.HTTP_CONNECTION_TIMEOUT_MS,
-    maxConnections: config.MAX_CONNECTIONS,
-    maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
+    adminToken: config.ADMIN_TOKEN,
+    authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+    createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,
+    maxConcurrentCreations: config.MAX_CONCURRENT_CREATIONS,
+    httpLimits: {
+      headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      connectionTimeoutMs: config.HTTP_CONNECTION_TIMEOUT_MS,
+      maxConnections: config.MAX_CONNECTIONS,
+      maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
+    },
+    webhookTargets: webhookTargetPolicyFrom(config),
   };
 }

@@ -1,5 +1,7 @@
-import { runService, webhookTargetPolicyFrom } from '@tamp/kit';
-import { configSchema, httpLimitsFrom } from './config';
+// First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
+import '@tamp/kit/instrument';
+import { runService } from '@tamp/kit';
+import { configSchema, gatewaySettingsFrom } from './config';
 import { startGatewayService } from './service';
 
 await runService({
@@ -17,13 +19,8 @@ await runService({
       topology,
       rpc,
       objectStore,
-      adminToken: config.ADMIN_TOKEN,
-      authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
-      createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,
-      maxConcurrentCreations: config.MAX_CONCURRENT_CREATIONS,
+      settings: gatewaySettingsFrom(config),
       metrics,
-      httpLimits: httpLimitsFrom(config),
-      webhookTargets: webhookTargetPolicyFrom(config),
     });
     await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
     await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });

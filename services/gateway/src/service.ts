@@ -6,16 +6,16 @@ import {
   type Registry,
   type Rpc,
 } from '@tamp/kit';
-import { LIMITS, PRODUCTION_POLICY, type TargetPolicy, type Topology } from '@tamp/proto';
+import type { Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
-import { Authenticator, MAX_AUTH_CACHE_TTL_MS } from './adapters/authenticator';
+import { Authenticator } from './adapters/authenticator';
 import { JobWaiters } from './adapters/job-waiters';
 import { KvRateLimiter } from './adapters/rate-limiter';
 import { buildAdminApp, buildPublicApp } from './api/app';
-import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './api/http-server';
 import { FileCompressions } from './application/file-compression';
 import { JobReads } from './application/job-reads';
 import { JobSubmissions } from './application/job-submission';
+import type { GatewaySettings } from './config';
 
 export interface GatewayDependencies {
   logger: Logger;
@@ -23,17 +23,12 @@ export interface GatewayDependencies {
   topology: Topology;
   rpc: Rpc;
   objectStore: ObjectStore;
-  adminToken: string | undefined;
-  /** ≤ 4 s (revocation reaches every replica within 5 s); tests shorten it. */
-  authCacheTtlMs?: number;
-  createJobBudgetMs?: number;
-  maxConcurrentCreations?: number;
+  /** From gatewaySettingsFrom (config.ts); tests change single values. */
+  settings: GatewaySettings;
   /** The service's registry: requests by route and jobs created (see kit's metrics). */
   metrics?: Registry;
-  /** Time and connection limits of both HTTP servers; DEFAULT_HTTP_LIMITS when absent. */
-  httpLimits?: HttpLimits;
-  /** Where webhooks may be sent (the webhook service's policy); production's when absent. */
-  webhookTargets?: TargetPolicy;
+  /** The rate limiter's clock, which picks the one-minute window a request counts in. */
+  clock?: () => Date;
 }
 
 export interface Gateway {
@@ -51,22 +46,24 @@ export function rateLimitBucket(topology: Topology): string {
 
 /** Builds both apps (not listening) around one notification hub and one shared limiter. */
 export async function startGatewayService(dependencies: GatewayDependencies): Promise<Gateway> {
-  const { logger, nats, topology, rpc, objectStore } = dependencies;
+  const { logger, nats, topology, rpc, objectStore, settings } = dependencies;
+  const { httpLimits, webhookTargets } = settings;
   const waiters = new JobWaiters(nats, topology, logger);
   await waiters.start();
-  const limiter = await KvRateLimiter.open({ nats, bucket: rateLimitBucket(topology), logger });
-  const authenticator = new Authenticator(rpc, {
-    ttlMs: dependencies.authCacheTtlMs ?? MAX_AUTH_CACHE_TTL_MS,
+  const limiter = await KvRateLimiter.open({
+    nats,
+    bucket: rateLimitBucket(topology),
+    logger,
+    clock: dependencies.clock ?? (() => new Date()),
   });
+  const authenticator = new Authenticator(rpc, { ttlMs: settings.authCacheTtlMs });
   const metrics = dependencies.metrics;
   const requests = metrics && httpMetrics(metrics);
-  const httpLimits = dependencies.httpLimits ?? DEFAULT_HTTP_LIMITS;
-  const webhookTargets = dependencies.webhookTargets ?? PRODUCTION_POLICY;
   const jobSubmissions = new JobSubmissions({
     rpc,
     objectStore,
-    budgetMs: dependencies.createJobBudgetMs ?? LIMITS.createJobBudgetMs,
-    maxConcurrent: dependencies.maxConcurrentCreations ?? 256,
+    budgetMs: settings.createJobBudgetMs,
+    maxConcurrent: settings.maxConcurrentCreations,
     jobsCreated: metrics && jobCreationMetrics(metrics),
   });
   const publicApp = await buildPublicApp({
@@ -89,7 +86,7 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
     httpLimits,
     webhookTargets,
     rpc,
-    adminToken: dependencies.adminToken,
+    adminToken: settings.adminToken,
   });
   await Promise.all([publicApp.ready(), adminApp.ready()]);
   return {

@@ -53,13 +53,12 @@ describe('admin API', () => {
 
   it('refuses everything when ADMIN_TOKEN is unset', async () => {
     const { buildAdminApp } = await import('../src/api/app');
-    const { DEFAULT_HTTP_LIMITS } = await import('../src/api/http-server');
     const app = await buildAdminApp({
       logger: harness.logger,
       // Never reached: the token check refuses first.
       rpc: {} as never,
       adminToken: undefined,
-      httpLimits: DEFAULT_HTTP_LIMITS,
+      httpLimits: harness.defaults.httpLimits,
       webhookTargets: PRODUCTION_POLICY,
     });
     const response = await app.inject({

@@ -17,6 +17,7 @@ import {
 import { pino } from 'pino';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import type { HttpLimits } from '../src/api/http-server';
+import { configSchema, type GatewaySettings, gatewaySettingsFrom } from '../src/config';
 import { type Gateway, startGatewayService } from '../src/service';
 
 /**
@@ -25,6 +26,10 @@ import { type Gateway, startGatewayService } from '../src/service';
  */
 export class Harness {
   readonly infrastructure = isolatedInfrastructure();
+  /** What the gateway's schema gives this file's environment; `start` overrides some. */
+  readonly defaults: GatewaySettings = gatewaySettingsFrom(
+    configSchema.parse(this.infrastructure.serviceEnv),
+  );
   readonly logger = pino({ level: 'silent' });
   topology!: Topology;
   peers!: NatsConnection;
@@ -45,7 +50,7 @@ export class Harness {
     options: {
       gateways?: number;
       authCacheTtlMs?: number;
-      httpLimits?: HttpLimits;
+      httpLimits?: Partial<HttpLimits>;
       createJobBudgetMs?: number;
       webhookTargets?: TargetPolicy;
     } = {},
@@ -76,11 +81,14 @@ export class Harness {
           topology: this.topology,
           rpc: new Rpc(nats, this.topology, this.logger),
           objectStore: this.objectStore,
-          adminToken: 'test-admin-token-0123456789',
-          authCacheTtlMs: options.authCacheTtlMs ?? 300,
-          httpLimits: options.httpLimits,
-          createJobBudgetMs: options.createJobBudgetMs,
-          webhookTargets: options.webhookTargets,
+          settings: {
+            ...this.defaults,
+            adminToken: 'test-admin-token-0123456789',
+            authCacheTtlMs: options.authCacheTtlMs ?? 300,
+            httpLimits: { ...this.defaults.httpLimits, ...options.httpLimits },
+            createJobBudgetMs: options.createJobBudgetMs ?? this.defaults.createJobBudgetMs,
+            webhookTargets: options.webhookTargets ?? this.defaults.webhookTargets,
+          },
         }),
       );
     }

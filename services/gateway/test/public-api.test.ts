@@ -1,5 +1,6 @@
 import { ERROR_CODES, LIMITS } from '@tamp/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { rateLimitWindowWithRoom } from '../../../test/support/rate-limit-window';
 import { Harness } from './harness';
 
 const harness = new Harness();
@@ -20,8 +21,6 @@ const post = (url: string, payload: unknown, headers: Record<string, string> = {
     headers: { ...auth(), ...headers },
     payload: payload as object,
   });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('authentication', () => {
   it.each([
@@ -49,13 +48,14 @@ describe('authentication', () => {
     });
     expect(first.statusCode).toBe(200);
     harness.revoked.add(apiKey);
-    let status = 200;
-    for (let attempt = 0; attempt < 100 && status === 200; attempt++) {
-      await sleep(100);
-      status = (await harness.app.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) }))
-        .statusCode;
-    }
-    expect(status).toBe(401);
+    await expect
+      .poll(
+        async () =>
+          (await harness.app.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) }))
+            .statusCode,
+        { timeout: 10_000, interval: 100 },
+      )
+      .toBe(401);
   });
 
   it('caches successful checks instead of asking billing on every request', async () => {
@@ -73,59 +73,46 @@ describe('authentication', () => {
 describe('rate limits', () => {
   it('are shared across gateway replicas: headers, then 429 with Retry-After', async () => {
     const [a, b] = [harness.gateways[0]!.publicApp, harness.gateways[1]!.publicApp];
-    for (let round = 0; round < 3; round++) {
-      const { apiKey } = harness.account({ rateLimitPerMinute: 3 });
-      const get = (app: typeof a) =>
-        app.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) });
-      const first = await get(a);
-      // Too close to a window boundary for the sequence to land in one window: next round.
-      if (Number(first.headers['ratelimit-reset']) < 10) {
-        await sleep(Number(first.headers['ratelimit-reset']) * 1000 + 200);
-        continue;
-      }
-      expect(first.headers['ratelimit-limit']).toBe('3');
-      expect(first.headers['ratelimit-remaining']).toBe('2');
-      expect((await get(b)).headers['ratelimit-remaining']).toBe('1');
-      expect((await get(a)).headers['ratelimit-remaining']).toBe('0');
-      const limited = await get(b);
-      expect(limited.statusCode).toBe(429);
-      expect(limited.json().error.code).toBe('RATE_LIMITED');
-      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-      expect(limited.headers['ratelimit-remaining']).toBe('0');
-      return;
-    }
-    throw new Error('never found a quiet rate-limit window');
+    const { apiKey } = harness.account({ rateLimitPerMinute: 3 });
+    const get = (app: typeof a) =>
+      app.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) });
+    // The four requests must be counted in one window: start them with 10 s of it left.
+    await rateLimitWindowWithRoom(10_000);
+    const first = await get(a);
+    expect(first.headers['ratelimit-limit']).toBe('3');
+    expect(first.headers['ratelimit-remaining']).toBe('2');
+    expect((await get(b)).headers['ratelimit-remaining']).toBe('1');
+    expect((await get(a)).headers['ratelimit-remaining']).toBe('0');
+    const limited = await get(b);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error.code).toBe('RATE_LIMITED');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(limited.headers['ratelimit-remaining']).toBe('0');
   });
 
   it('let exactly the limit through when many requests race on two replicas', async () => {
     const [a, b] = [harness.gateways[0]!.publicApp, harness.gateways[1]!.publicApp];
-    for (let round = 0; round < 3; round++) {
-      const { apiKey } = harness.account({ rateLimitPerMinute: 25 });
-      const probe = await a.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) });
-      if (Number(probe.headers['ratelimit-reset']) < 15) {
-        await sleep(Number(probe.headers['ratelimit-reset']) * 1000 + 200);
-        continue;
-      }
-      const responses = await Promise.all(
-        Array.from({ length: 60 }, (_, index) =>
-          (index % 2 === 0 ? a : b).inject({
-            method: 'GET',
-            url: '/v1/jobs',
-            headers: auth(apiKey),
-          }),
-        ),
-      );
-      // The probe took one of the 25.
-      expect(responses.filter((response) => response.statusCode === 200)).toHaveLength(24);
-      expect(responses.filter((response) => response.statusCode === 429)).toHaveLength(36);
-      const remaining = responses
-        .filter((response) => response.statusCode === 200)
-        .map((response) => Number(response.headers['ratelimit-remaining']))
-        .sort((x, y) => x - y);
-      expect(remaining).toEqual(Array.from({ length: 24 }, (_, index) => index));
-      return;
-    }
-    throw new Error('never found a quiet rate-limit window');
+    const { apiKey } = harness.account({ rateLimitPerMinute: 25 });
+    // The probe and the 60 racing requests must be counted in one window: 15 s of it left.
+    await rateLimitWindowWithRoom(15_000);
+    await a.inject({ method: 'GET', url: '/v1/jobs', headers: auth(apiKey) }); // the probe
+    const responses = await Promise.all(
+      Array.from({ length: 60 }, (_, index) =>
+        (index % 2 === 0 ? a : b).inject({
+          method: 'GET',
+          url: '/v1/jobs',
+          headers: auth(apiKey),
+        }),
+      ),
+    );
+    // The probe took one of the 25.
+    expect(responses.filter((response) => response.statusCode === 200)).toHaveLength(24);
+    expect(responses.filter((response) => response.statusCode === 429)).toHaveLength(36);
+    const remaining = responses
+      .filter((response) => response.statusCode === 200)
+      .map((response) => Number(response.headers['ratelimit-remaining']))
+      .sort((x, y) => x - y);
+    expect(remaining).toEqual(Array.from({ length: 24 }, (_, index) => index));
   });
 });
 
@@ -556,7 +543,7 @@ describe('long-poll', () => {
     const jobId = created.json().data.id as string;
     const gateway = harness.gateways[0]!;
     const pending = harness.app.inject({ url: `/v1/jobs/${jobId}?wait=30`, headers: auth() });
-    while (gateway.waiters.size === 0) await sleep(20);
+    await vi.waitFor(() => expect(gateway.waiters.size).toBeGreaterThan(0), { timeout: 10_000 });
     harness.jobs.set(jobId, { id: jobId, status: 'failed', error: 'boom' });
     harness.peers.publish(
       harness.topology.subjects.jobNotification(jobId),

@@ -3,22 +3,6 @@ import { LIMITS } from '@tamp/proto';
 import { z } from 'zod';
 import type { JobSettings } from './application/job-settings';
 
-/** Defaults of every tunable; tests override single values. */
-export const DEFAULT_JOB_SETTINGS: JobSettings = {
-  // docs/decisions.md#lifecycle-and-attempts: exponential backoff with a 2 s base.
-  retryBaseMs: 2_000,
-  inlineReplyTimeoutMs: LIMITS.inlineReplyTimeoutMs,
-  sweepIntervalMs: 30_000,
-  reconcileAfterMs: 30_000,
-  abandonAfterMs: 60_000,
-  idempotencyStaleMs: 30_000,
-  // Below the gateway's 5 s service-call timeout, so a waiting twin answers instead of timing out.
-  idempotencyWaitMs: 4_000,
-  // Only guards integrity (a forged cursor can only reach the caller's own jobs); set a secret
-  // in production anyway, the same on every replica.
-  cursorSecret: 'tamp-job-list-cursor-v1',
-};
-
 const milliseconds = z.coerce.number().int().nonnegative();
 
 export const configSchema = z.object({
@@ -26,22 +10,26 @@ export const configSchema = z.object({
   ...natsEnv,
   ...mongoEnv,
   ...s3Env,
+  // docs/decisions.md#lifecycle-and-attempts: exponential backoff with a 2 s base.
   /** Retry backoff base: attempt n waits base × 2^(n-1). */
-  JOB_RETRY_BASE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.retryBaseMs),
+  JOB_RETRY_BASE_MS: milliseconds.default(2_000),
   /** How long an inline worker may take before the job is queued instead (spec: 10 s). */
-  JOB_INLINE_TIMEOUT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.inlineReplyTimeoutMs),
+  JOB_INLINE_TIMEOUT_MS: milliseconds.default(LIMITS.inlineReplyTimeoutMs),
   /** How often retention, key expiry and the outbox reconciler run; 0 turns them off. */
-  JOB_SWEEP_INTERVAL_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.sweepIntervalMs),
+  JOB_SWEEP_INTERVAL_MS: milliseconds.default(30_000),
   /** Age after which unconfirmed publishes, refunds and events are redone. */
-  JOB_RECONCILE_AFTER_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.reconcileAfterMs),
+  JOB_RECONCILE_AFTER_MS: milliseconds.default(30_000),
   /** Time past its deadline after which an unfinished creation's reservation is released. */
-  JOB_ABANDON_AFTER_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.abandonAfterMs),
+  JOB_ABANDON_AFTER_MS: milliseconds.default(60_000),
   /** Age after which an idempotency claim without its job counts as orphaned. */
-  JOB_IDEMPOTENCY_STALE_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyStaleMs),
+  JOB_IDEMPOTENCY_STALE_MS: milliseconds.default(30_000),
+  // Below the gateway's 5 s service-call timeout, so a waiting twin answers instead of timing out.
   /** How long a concurrent twin of a keyed request waits for the claimed job. */
-  JOB_IDEMPOTENCY_WAIT_MS: milliseconds.default(DEFAULT_JOB_SETTINGS.idempotencyWaitMs),
+  JOB_IDEMPOTENCY_WAIT_MS: milliseconds.default(4_000),
+  // The default only guards integrity (a forged cursor can only reach the caller's own jobs);
+  // set a secret in production anyway, the same on every replica.
   /** HMAC key of list cursors; set the same on every replica. */
-  JOB_CURSOR_SECRET: z.string().min(16).default(DEFAULT_JOB_SETTINGS.cursorSecret),
+  JOB_CURSOR_SECRET: z.string().min(16).default('tamp-job-list-cursor-v1'),
 });
 export type Config = z.output<typeof configSchema>;
 

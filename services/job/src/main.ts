@@ -1,3 +1,5 @@
+// First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
+import '@tamp/kit/instrument';
 import { jobOutcomeMetrics, observeQueueBacklog, runService } from '@tamp/kit';
 import { JOB_INDEXES } from './adapters/job-repository';
 import { configSchema, jobSettingsFrom } from './config';

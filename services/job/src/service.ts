@@ -12,7 +12,6 @@ import { JobReads } from './application/job-reads';
 import type { JobSettings } from './application/job-settings';
 import { Settlement } from './application/settlement';
 import { Sweeper, type SweepReport } from './application/sweeper';
-import { DEFAULT_JOB_SETTINGS } from './config';
 
 export interface JobServiceDependencies {
   db: Db;
@@ -23,7 +22,8 @@ export interface JobServiceDependencies {
   rpc: Rpc;
   store: ObjectStore;
   logger: Logger;
-  settings?: Partial<JobSettings>;
+  /** From jobSettingsFrom (config.ts); tests change single values. */
+  settings: JobSettings;
   /** The service's notion of now (tests move it to reach retention or staleness). */
   clock?: () => Date;
   metrics?: JobOutcomeMetrics;
@@ -40,8 +40,7 @@ export interface RunningJobService {
 export async function startJobService(
   dependencies: JobServiceDependencies,
 ): Promise<RunningJobService> {
-  const { db, nats, topology, rpc, store, logger } = dependencies;
-  const settings = { ...DEFAULT_JOB_SETTINGS, ...dependencies.settings };
+  const { db, nats, topology, rpc, store, logger, settings } = dependencies;
   const clock = dependencies.clock ?? (() => new Date());
   const jobs = new JobRepository(db);
   const claims = new IdempotencyRepository(db);

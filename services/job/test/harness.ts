@@ -35,6 +35,7 @@ import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { JOB_INDEXES, JOBS_COLLECTION } from '../src/adapters/job-repository';
 import type { JobSettings } from '../src/application/job-settings';
+import { configSchema, jobSettingsFrom } from '../src/config';
 import type { JobDocument } from '../src/domain/job';
 import { type RunningJobService, startJobService } from '../src/service';
 
@@ -99,7 +100,13 @@ export class JobHarness {
       rpc: new Rpc(this.serviceNats, this.topology, logger),
       store: this.store,
       logger,
-      settings: { inlineReplyTimeoutMs: 1_500, retryBaseMs: 100, sweepIntervalMs: 0, ...settings },
+      settings: {
+        ...jobSettingsFrom(configSchema.parse(infrastructure.serviceEnv)),
+        inlineReplyTimeoutMs: 1_500,
+        retryBaseMs: 100,
+        sweepIntervalMs: 0,
+        ...settings,
+      },
       metrics: jobOutcomeMetrics(this.metrics),
     });
     this.rpc = new Rpc(this.peerNats, this.topology, logger);

@@ -68,6 +68,7 @@ beforeAll(async () => {
     processJob: processImage,
     logger: harness.logger,
     metrics,
+    concurrency: 4,
     tempDir,
   });
   await harness.peerNats.flush();

@@ -1,5 +1,4 @@
 export * from './config';
-export * from './instrumentation';
 export * from './job-worker/index';
 export * from './logger';
 export * from './metrics';

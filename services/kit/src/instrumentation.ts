@@ -1,27 +1,20 @@
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { isTraceContextWithheld } from './tracing';
+
+/** Requests nobody needs a trace of: probes and scrapes of the ops server. */
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * The maintained OpenTelemetry instrumentations of the libraries Tamp talks through: node:http
  * (the gateway's requests as SERVER spans, S3 calls of the MinIO client as CLIENT spans),
  * mongodb (each command) and undici (outgoing fetch; not webhook deliveries, see below). They
  * patch a library when it is loaded, so they must be registered before any service module loads
- * one: kit's index exports this module before everything that imports a library (tracing.ts,
- * imported here, loads only the OpenTelemetry API), and every service's main imports kit first.
- * They are loaded synchronously (a top-level await would let sibling modules run first) and
- * only when tracing is configured, so a service without an endpoint loads none of them.
- * Their spans reach the SDK that `startTracing` starts once the service knows its name.
+ * one: instrument.ts calls this, imported first by every service's main, and only when tracing
+ * is configured, so a service without an endpoint loads none of them. They are loaded
+ * synchronously (a top-level await would let sibling modules run first). Their spans reach the
+ * SDK that `startTracing` starts once the service knows its name.
  */
-export const libraryInstrumentations: readonly Instrumentation[] = process.env
-  .OTEL_EXPORTER_OTLP_ENDPOINT
-  ? registerLibraryInstrumentations()
-  : [];
-
-/** Requests nobody needs a trace of: probes and scrapes of the ops server. */
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
-
-function registerLibraryInstrumentations(): Instrumentation[] {
+export function registerLibraryInstrumentations(): void {
   const require = createRequire(import.meta.url);
   const { registerInstrumentations } =
     require('@opentelemetry/instrumentation') as typeof import('@opentelemetry/instrumentation');
@@ -59,5 +52,4 @@ function registerLibraryInstrumentations(): Instrumentation[] {
   require('node:http');
   require('node:https');
   syncBuiltinESMExports();
-  return instrumentations;
 }

@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
  * costs nothing and sends nothing (no phone-home on machines without a collector). The exporter
  * and the sampler read the standard variables themselves (OTEL_EXPORTER_OTLP_ENDPOINT or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_TRACES_SAMPLER, OTEL_BSP_*); the library
- * instrumentations were registered when kit was first imported (instrumentation.ts).
+ * instrumentations were registered before, by the service's first import (instrument.ts).
  */
 export async function startTracing(options: {
   service: string;

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { assertStaysTrue } from '../../../test/support/stays-true';
 import { connectNats, type NatsConnection } from '../src/nats';
 import { EndpointGroup, Rpc, type RpcTiming } from '../src/rpc';
 
@@ -138,21 +139,27 @@ describe('Rpc over real NATS', () => {
     const released = new Promise<void>((resolve) => {
       release = resolve;
     });
+    let arrived!: () => void;
+    const underWay = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
     const serverRpc = new Rpc(server, createTopology(infrastructure.namespace), logger);
     const group = await new EndpointGroup(serverRpc)
       .serve(slow, async ({ a, b }) => {
+        arrived();
         await released;
         return { quotient: a / b };
       })
       .ready();
     const answer = rpc.call(slow, { a: 6, b: 2 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await underWay;
     let stopped = false;
     const stopping = group.stop().then(() => {
       stopped = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(stopped).toBe(false);
+    // The stop must not finish while the request is under way; nothing announces that it has
+    // not, so it is watched for 100 ms (a stop that did not wait would be done in a tick).
+    await assertStaysTrue(() => stopped === false, { forMs: 100, what: 'the stop waiting' });
     release();
     await stopping;
     expect(await answer).toEqual({ quotient: 3 });

@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
+import { assertStaysTrue } from '../../../test/support/stays-true';
 import { connectNats, type NatsConnection, provisionTopology } from '../src/nats';
 import { consumeStream, type StreamVerdict } from '../src/stream-consumer';
 
@@ -67,9 +68,12 @@ describe('consumeStream', () => {
         expect(second!.at - first!.at).toBeGreaterThanOrEqual(RETRY_DELAY_MS - 50);
       }
       await drained(topology.consumers.billing);
-      // The two bodies that do not parse were terminated, not redelivered.
-      await new Promise((resolve) => setTimeout(resolve, 2 * RETRY_DELAY_MS));
-      expect(calls).toHaveLength(5);
+      // The two bodies that do not parse were terminated, not redelivered: nothing more comes
+      // in two retry delays, the time a redelivery would take.
+      await assertStaysTrue(() => expect(calls).toHaveLength(5), {
+        forMs: 2 * RETRY_DELAY_MS,
+        what: 'no redelivery',
+      });
     } finally {
       await consumer.stop();
     }

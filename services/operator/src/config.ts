@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { natsEnv, serviceEnv } from '@tamp/kit';
 import { z } from 'zod';
+import type { OperatorOptions } from './application/operator';
 
 const seconds = z.coerce.number().int().positive();
 const milliseconds = z.coerce.number().int().positive();
@@ -14,6 +15,11 @@ export const configSchema = z
      * in a cluster, and otherwise (the local stack) has nothing to scale and idles.
      */
     KUBECONFIG: z.string().min(1).optional(),
+    /**
+     * Set by Kubernetes in every pod, not by hand: there, without KUBECONFIG, the operator uses
+     * its pod's service account.
+     */
+    KUBERNETES_SERVICE_HOST: z.string().optional(),
     /** Namespace whose WorkerPools are reconciled; default: the kubeconfig's or the pod's. */
     WATCH_NAMESPACE: z.string().min(1).optional(),
     /** Name of the Lease the operator replicas share for leader election. */
@@ -43,3 +49,35 @@ export const configSchema = z
     path: ['LEASE_RETRY_PERIOD_MS'],
   });
 export type Config = z.output<typeof configSchema>;
+
+export interface OperatorSettings {
+  /** A kubeconfig file; undefined: the pod's service account, if `inCluster`. */
+  kubeconfig: string | undefined;
+  /** Whether the process runs in a Kubernetes pod. */
+  inCluster: boolean;
+  /** Namespace whose WorkerPools are reconciled; undefined: the kubeconfig's context's. */
+  namespace: string | undefined;
+  /** Leader election among the operator replicas, over the Lease LEASE_NAME. */
+  election: OperatorOptions['election'];
+  /** WorkerPools reconciled at the same time. */
+  reconcileConcurrency: number;
+  /** Bound on every call to the Kubernetes API and to JetStream. */
+  requestTimeoutMs: number;
+}
+
+export function operatorSettingsFrom(config: Config): OperatorSettings {
+  return {
+    kubeconfig: config.KUBECONFIG,
+    inCluster: config.KUBERNETES_SERVICE_HOST !== undefined,
+    namespace: config.WATCH_NAMESPACE,
+    election: {
+      leaseName: config.LEASE_NAME,
+      identity: config.LEASE_IDENTITY,
+      leaseDurationSeconds: config.LEASE_DURATION_SECONDS,
+      renewDeadlineMs: config.LEASE_RENEW_DEADLINE_MS,
+      retryPeriodMs: config.LEASE_RETRY_PERIOD_MS,
+    },
+    reconcileConcurrency: config.RECONCILE_CONCURRENCY,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+  };
+}

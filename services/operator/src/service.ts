@@ -1,45 +1,43 @@
 import type { Logger, Registry } from '@tamp/kit';
-import { createTopology } from '@tamp/proto';
+import type { Topology } from '@tamp/proto';
 import { JetStreamBacklog } from './adapters/jetstream-backlog';
 import { contextNamespace, KubernetesApi, loadKubeConfig } from './adapters/kubernetes';
 import { createOperatorMetrics } from './application/metrics';
 import { Operator } from './application/operator';
-import type { Config } from './config';
+import type { OperatorSettings } from './config';
 
 /**
- * The operator from its configuration: the Kubernetes API it watches, the JetStream backlog it
+ * The operator from its settings: the Kubernetes API it watches, the JetStream backlog it
  * reads, leader election and the reconcilers. Null when there is no Kubernetes API to talk to
  * (`npm start` on a laptop): the process then only idles with a warning.
  */
 export async function startOperatorService(dependencies: {
-  config: Config;
+  /** From operatorSettingsFrom (config.ts). */
+  settings: OperatorSettings;
+  /** The NATS server(s) and namespace whose JOBS backlog the pools scale on. */
+  natsUrl: string;
+  topology: Topology;
   logger: Logger;
   metrics: Registry;
 }): Promise<{ stop(): Promise<void> } | null> {
-  const { config, logger } = dependencies;
-  const kubeConfig = loadKubeConfig(config.KUBECONFIG);
+  const { settings, logger } = dependencies;
+  const kubeConfig = loadKubeConfig(settings.kubeconfig, settings.inCluster);
   if (kubeConfig === undefined) {
     logger.warn('no Kubernetes API (KUBECONFIG unset, not in a cluster): nothing to scale');
     return null;
   }
-  const namespace = config.WATCH_NAMESPACE ?? contextNamespace(kubeConfig);
+  const namespace = settings.namespace ?? contextNamespace(kubeConfig);
   const backlog = new JetStreamBacklog({
-    url: config.NATS_URL,
-    topology: createTopology(config.NATS_NAMESPACE),
-    timeoutMs: config.REQUEST_TIMEOUT_MS,
+    url: dependencies.natsUrl,
+    topology: dependencies.topology,
+    timeoutMs: settings.requestTimeoutMs,
     logger,
   });
   const operator = new Operator({
-    api: new KubernetesApi(kubeConfig, namespace, config.REQUEST_TIMEOUT_MS),
+    api: new KubernetesApi(kubeConfig, namespace, settings.requestTimeoutMs),
     backlog,
-    election: {
-      leaseName: config.LEASE_NAME,
-      identity: config.LEASE_IDENTITY,
-      leaseDurationSeconds: config.LEASE_DURATION_SECONDS,
-      renewDeadlineMs: config.LEASE_RENEW_DEADLINE_MS,
-      retryPeriodMs: config.LEASE_RETRY_PERIOD_MS,
-    },
-    concurrency: config.RECONCILE_CONCURRENCY,
+    election: settings.election,
+    concurrency: settings.reconcileConcurrency,
     metrics: createOperatorMetrics(dependencies.metrics),
     logger,
   });
@@ -47,7 +45,7 @@ export async function startOperatorService(dependencies: {
   // wait here); the service is ready once the caches are filled, when start() returns.
   backlog.start();
   await operator.start();
-  logger.info({ namespace, identity: config.LEASE_IDENTITY }, 'watching WorkerPools');
+  logger.info({ namespace, identity: settings.election.identity }, 'watching WorkerPools');
   return {
     async stop() {
       await operator.stop();

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../scripts/infra/launcher';
 import { findCondition } from '../src/domain/conditions';
 import type { WorkerPool } from '../src/domain/worker-pool';
-import { pollUntil, sleep, TestNatsServer, useOperatorWorld } from './harness';
+import { moreReconciles, pollUntil, TestNatsServer, useOperatorWorld } from './harness';
 
 const POOL = {
   deployment: 'worker-audio',
@@ -42,7 +42,11 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     const natsNamespace = `${world.infrastructure.namespace}m`;
     await world.createDeployment(namespace, 'worker-audio', 3);
     await world.applyPool(namespace, 'worker-audio', POOL);
-    await world.startOperator({ kubeconfig, namespace, env: { NATS_NAMESPACE: natsNamespace } });
+    const operator = await world.startOperator({
+      kubeconfig,
+      namespace,
+      env: { NATS_NAMESPACE: natsNamespace },
+    });
 
     const unavailable = await poolWhere(
       namespace,
@@ -59,7 +63,7 @@ describe('the failure modes users hit with the KEDA scaler', () => {
       reason: 'BacklogUnavailable',
     });
     expect(unavailable.status?.backlog).toBeUndefined();
-    await sleep(3_000); // three polls
+    await moreReconciles(operator, 3); // three more looks at the pool, none of them scaling
     expect(await world.replicas(namespace, 'worker-audio')).toBe(3);
     expect((await world.pool(namespace, 'worker-audio')).status?.desiredReplicas).toBe(3);
     const warnings = (await world.events(namespace, 'worker-audio')).filter(
@@ -101,14 +105,18 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     try {
       await world.createDeployment(namespace, 'worker-audio', 2);
       await world.applyPool(namespace, 'worker-audio', POOL);
-      await world.startOperator({ kubeconfig, namespace, env: { NATS_URL: server.url } });
+      const operator = await world.startOperator({
+        kubeconfig,
+        namespace,
+        env: { NATS_URL: server.url },
+      });
       const pool = await poolWhere(
         namespace,
         'BacklogUnavailable',
         (candidate) => condition(candidate, 'BacklogUnavailable')?.status === 'True',
       );
       expect(condition(pool, 'BacklogUnavailable')?.reason).toBe('ConsumerUnreadable');
-      await sleep(2_000);
+      await moreReconciles(operator, 2);
       expect(await world.replicas(namespace, 'worker-audio')).toBe(2);
     } finally {
       await server.stop();
@@ -145,7 +153,7 @@ describe('the failure modes users hit with the KEDA scaler', () => {
         (pool) => condition(pool, 'BacklogUnavailable')?.reason === 'NatsUnavailable',
       );
       expect(condition(down, 'Ready')?.status).toBe('False');
-      await sleep(3_000);
+      await moreReconciles(operator, 3);
       // Neither minReplicas (the backlog is not known to be empty) nor maxReplicas.
       expect(await world.replicas(namespace, 'worker-audio')).toBe(3);
       expect(await operator.ok('/healthz')).toBe(true);
@@ -197,7 +205,7 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     const reconciles = await operator.metric('tamp_operator_reconciles_total', {
       result: 'status',
     });
-    await sleep(2_000);
+    await moreReconciles(operator, 2); // it goes on looking at the pool, without failing
     expect(operator.exited).toBe(false);
     expect(await operator.ok('/healthz')).toBe(true);
     expect(

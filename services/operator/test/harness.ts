@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,14 +11,20 @@ import {
 } from '@nats-io/jetstream';
 import { connectNats, createLogger, type NatsConnection, provisionTopology } from '@tamp/kit';
 import { createTopology, type Pipeline, type Topology } from '@tamp/proto';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
-import { pollUntil, sleep } from '../../../scripts/infra/kubernetes/processes';
+import { pollUntil } from '../../../scripts/infra/kubernetes/processes';
 import { freePort, stopProcess, tcpOpen } from '../../../scripts/infra/processes';
 import { PROJECT_ROOT, toolPath } from '../../../scripts/infra/provision';
 import { CHART_DIR, helm } from '../../../test/deploy/helm';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { type TestControlPlane, useControlPlane } from '../../../test/support/kubernetes';
+import { assertStaysTrue } from '../../../test/support/stays-true';
+import { JetStreamBacklog } from '../src/adapters/jetstream-backlog';
+import { KubernetesApi, loadKubeConfig } from '../src/adapters/kubernetes';
+import { createOperatorMetrics } from '../src/application/metrics';
+import { Operator } from '../src/application/operator';
 import type { WorkerPool, WorkerPoolSpec } from '../src/domain/worker-pool';
 
 export const CRD_FILE = join(PROJECT_ROOT, 'k8s/crds/workerpools.tamp.dev.yaml');
@@ -45,7 +52,7 @@ export function useOperatorWorld() {
   const cluster = useControlPlane();
   const infrastructure = isolatedInfrastructure();
   const topology = createTopology(infrastructure.namespace);
-  const operators: OperatorProcess[] = [];
+  const operators: Array<{ stop(): Promise<void> }> = [];
   let nats: NatsConnection | undefined;
   let js: JetStreamClient;
   let jsm: JetStreamManager;
@@ -147,15 +154,23 @@ export function useOperatorWorld() {
 
     /**
      * The pool's event reasons once at least `count` were recorded (events follow the scale
-     * they announce), and a second more so an extra one would be seen too.
+     * they announce), after a second in which no other may arrive: an extra event (a second
+     * scale announced, a warning repeated) is what this settle window is there to catch.
      */
     async eventReasons(namespace: string, pool: string, count: number): Promise<string[]> {
-      await pollUntil(
+      const seen = await pollUntil(
         `${count} events of ${pool}`,
-        async () => ((await this.events(namespace, pool)).length >= count ? true : undefined),
+        async () => {
+          const events = await this.events(namespace, pool);
+          return events.length >= count ? events.length : undefined;
+        },
         10_000,
       );
-      await sleep(1_000);
+      await assertStaysTrue(async () => (await this.events(namespace, pool)).length === seen, {
+        forMs: 1_000,
+        intervalMs: 200,
+        what: `no event of ${pool} after the ${seen} awaited`,
+      });
       return (await this.events(namespace, pool)).map((event) => event.reason).sort();
     },
 
@@ -218,7 +233,151 @@ export function useOperatorWorld() {
       operators.push(operator);
       return operator;
     },
+
+    /**
+     * The operator in this process, wired as services/operator/src/service.ts wires it, with
+     * the reconcilers reading `clock`: how a test moves through a stabilization window without
+     * waiting it out. Same RBAC (the namespace's ServiceAccount token) and same NATS topology
+     * as startOperator; leases and poll intervals keep real time.
+     */
+    async startOperatorInProcess(options: {
+      kubeconfig: string;
+      namespace: string;
+      clock: () => Date;
+    }): Promise<InProcessOperator> {
+      const operator = await InProcessOperator.start({
+        natsUrl: infrastructure.natsUrl,
+        topology,
+        ...options,
+      });
+      operators.push(operator);
+      return operator;
+    },
   };
+}
+
+/**
+ * Resolves once `operator` has finished `count` more reconciles than when called (every poll
+ * of a pool makes one, whatever it does): how a test knows the operator has looked again at a
+ * pool it must leave alone, instead of sleeping for some polls' worth of time.
+ */
+export async function moreReconciles(
+  operator: { reconciles(): Promise<number> },
+  count: number,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const before = await operator.reconciles();
+  await pollUntil(
+    `${count} more reconciles`,
+    async () => ((await operator.reconciles()) >= before + count ? true : undefined),
+    timeoutMs,
+    50,
+  );
+}
+
+/**
+ * The operator's reconcilers' clock in a test: it follows the system clock until the test sets
+ * it, then reads exactly the time it was set to until it is set again. A test passes a
+ * stabilization window in a step instead of waiting it out, and each reconcile it waits for
+ * is planned at the very moment it set (however long the reconcile takes to come round).
+ */
+export class TestClock {
+  private fixedMs: number | undefined;
+
+  readonly now = (): Date => new Date(this.fixedMs ?? Date.now());
+
+  /** From now on the clock reads `at`. It never moves backwards. */
+  setTo(at: number): void {
+    if (at < this.now().getTime()) throw new Error('a TestClock only moves forward');
+    this.fixedMs = at;
+  }
+}
+
+/** One sample of a metric in Prometheus text: the first series whose labels include `labels`. */
+function sampleOf(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const matches = Object.entries(labels).every(([key, value]) =>
+      line.includes(`${key}="${value}"`),
+    );
+    if (matches) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+/** Reconciles finished so far, whatever they did: the sum of tamp_operator_reconciles_total. */
+function reconcilesIn(text: string): number {
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('tamp_operator_reconciles_total{')) {
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return total;
+}
+
+/** The operator's parts in the test's own process (see startOperatorInProcess). */
+export class InProcessOperator {
+  private stopped: Promise<void> | undefined;
+
+  private constructor(
+    private readonly operator: Operator,
+    private readonly backlog: JetStreamBacklog,
+    private readonly registry: Registry,
+  ) {}
+
+  static async start(options: {
+    kubeconfig: string;
+    namespace: string;
+    natsUrl: string;
+    topology: Topology;
+    clock: () => Date;
+  }): Promise<InProcessOperator> {
+    const kubeConfig = loadKubeConfig(options.kubeconfig)!;
+    const logger = createLogger('operator', process.env.TEST_LOG_LEVEL ?? 'silent');
+    const registry = new Registry();
+    const backlog = new JetStreamBacklog({
+      url: options.natsUrl,
+      topology: options.topology,
+      timeoutMs: 2_000,
+      logger,
+    });
+    const operator = new Operator({
+      api: new KubernetesApi(kubeConfig, options.namespace, 2_000),
+      backlog,
+      election: {
+        leaseName: OPERATOR_NAME,
+        identity: `in-process_${randomUUID()}`,
+        leaseDurationSeconds: TEST_LEASE.durationSeconds,
+        renewDeadlineMs: TEST_LEASE.renewDeadlineMs,
+        retryPeriodMs: TEST_LEASE.retryPeriodMs,
+      },
+      concurrency: 4,
+      metrics: createOperatorMetrics(registry),
+      logger,
+      clock: options.clock,
+    });
+    backlog.start();
+    await operator.start();
+    return new InProcessOperator(operator, backlog, registry);
+  }
+
+  async metric(name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+    return sampleOf(await this.registry.metrics(), name, labels);
+  }
+
+  async reconciles(): Promise<number> {
+    return reconcilesIn(await this.registry.metrics());
+  }
+
+  /** Finishes reconciles under way, releases the lease, stops watching: a graceful stop. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      await this.operator.stop();
+      await this.backlog.stop();
+    })();
+    return this.stopped;
+  }
 }
 
 export type OperatorWorld = ReturnType<typeof useOperatorWorld>;
@@ -294,17 +453,19 @@ export class OperatorProcess {
 
   /** One sample of a metric (first series whose labels include `labels`). */
   async metric(name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+    return sampleOf(await this.metricsText(), name, labels);
+  }
+
+  /** Reconciles finished so far, whatever they did (each pool's poll makes one). */
+  async reconciles(): Promise<number> {
+    return reconcilesIn(await this.metricsText());
+  }
+
+  private async metricsText(): Promise<string> {
     const response = await fetch(`http://127.0.0.1:${this.opsPort}/metrics`, {
       signal: AbortSignal.timeout(2_000),
     });
-    for (const line of (await response.text()).split('\n')) {
-      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-      const matches = Object.entries(labels).every(([key, value]) =>
-        line.includes(`${key}="${value}"`),
-      );
-      if (matches) return Number(line.slice(line.lastIndexOf(' ') + 1));
-    }
-    return undefined;
+    return response.text();
   }
 
   /** SIGTERM: a graceful stop (releases the lease); SIGKILL after 15 s. */
@@ -400,4 +561,4 @@ function deployment(namespace: string, name: string, replicas: number) {
 }
 
 export type { Topology };
-export { pollUntil, sleep };
+export { pollUntil };

@@ -1,9 +1,73 @@
 import { describe, expect, it } from 'vitest';
 import { findCondition } from '../src/domain/conditions';
-import { pollUntil, useOperatorWorld } from './harness';
+import type { WorkerPool } from '../src/domain/worker-pool';
+import {
+  type InProcessOperator,
+  moreReconciles,
+  pollUntil,
+  TestClock,
+  useOperatorWorld,
+} from './harness';
+
+/**
+ * Stabilization windows here are long (10 minutes) and never waited out: the operators that
+ * hold them run in process with a TestClock, which the test moves to just before a window's end
+ * and then to its end (`passWindow`).
+ */
+const WINDOW_SECONDS = 600;
 
 describe('the operator scales a real Deployment from a real JetStream backlog', () => {
   const world = useOperatorWorld();
+
+  /** When the window holding `replicas` ends: from the recommendation kept in status. */
+  const windowEnd = (pool: WorkerPool, replicas: number, windowSeconds = WINDOW_SECONDS) => {
+    const holding = pool.status?.recommendations?.find((entry) => entry.replicas === replicas);
+    if (holding === undefined) throw new Error(`no recommendation of ${replicas} in status`);
+    return Date.parse(holding.time) + windowSeconds * 1000;
+  };
+
+  /**
+   * Resolves once the operator finished a reconcile begun after this call, so planned at what
+   * the clock reads now. One pool is reconciled by one worker at a time: of the next two to
+   * finish, the first may have read the clock before this call, the second began after it.
+   */
+  const nextReconcile = (operator: InProcessOperator) => moreReconciles(operator, 2, 15_000);
+
+  /**
+   * Moves `clock` to a second before `endsAt` (the operator looks again and still holds
+   * `held` replicas), then to `endsAt`; resolves once the Deployment is scaled to `to`.
+   */
+  const passWindow = async (options: {
+    namespace: string;
+    pool: string;
+    operator: InProcessOperator;
+    clock: TestClock;
+    endsAt: number;
+    held: number;
+    to: number;
+  }) => {
+    const { namespace, pool, operator, clock, endsAt } = options;
+    clock.setTo(endsAt - 1_000);
+    await nextReconcile(operator);
+    expect(await world.replicas(namespace, pool), 'a second before the window ends').toBe(
+      options.held,
+    );
+    const before = await world.pool(namespace, pool);
+    expect(findCondition(before.status?.conditions, 'Scaling')?.reason).toBe(
+      'ScaleDownStabilizing',
+    );
+    clock.setTo(endsAt);
+    await pollUntil(
+      `scale-down to ${options.to} once the window ended`,
+      async () => ((await world.replicas(namespace, pool)) === options.to ? true : undefined),
+      15_000,
+      100,
+    );
+    const after = await world.pool(namespace, pool);
+    // Planned at the clock's reading once set to the window's end: not before it.
+    expect(after.status?.lastScaleTime).toBe(new Date(endsAt).toISOString());
+    return after;
+  };
 
   it('scales up at once, then back down after the stabilization window', async () => {
     const { namespace, kubeconfig } = await world.namespace('scale');
@@ -14,15 +78,20 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       minReplicas: 1,
       maxReplicas: 5,
       targetBacklogPerReplica: 2,
-      scaleDownStabilizationSeconds: 6,
+      scaleDownStabilizationSeconds: WINDOW_SECONDS,
       pollIntervalSeconds: 1,
     });
-    const operator = await world.startOperator({ kubeconfig, namespace });
+    const clock = new TestClock();
+    const operator = await world.startOperatorInProcess({
+      kubeconfig,
+      namespace,
+      clock: clock.now,
+    });
     const timeline: string[] = [];
-    const started = Date.now();
+    const started = clock.now().getTime();
     const snapshot = async () => {
       const rows = (await world.table(namespace)).trim().split('\n');
-      const second = ((Date.now() - started) / 1000).toFixed(1).padStart(5);
+      const second = ((clock.now().getTime() - started) / 1000).toFixed(1).padStart(5);
       if (timeline.length === 0) timeline.push(`  t(s)  ${rows[0]}`);
       timeline.push(`${second}  ${rows[1]}`);
     };
@@ -59,9 +128,9 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
     );
     await snapshot();
 
+    const drainedFrom = clock.now().getTime();
     await world.drainJobs('audio');
-    const emptiedAt = Date.now();
-    // Held for the window: still 4 replicas well into it.
+    // Held for the window: 4 replicas, and the window counted from when the backlog emptied.
     await pollUntil(
       'the empty backlog to be seen',
       async () =>
@@ -70,15 +139,23 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
     );
     await snapshot();
     const held = await world.pool(namespace, 'worker-audio');
-    expect(findCondition(held.status?.conditions, 'Scaling')?.reason).toBe('ScaleDownStabilizing');
+    const windowEnds = windowEnd(held, 4);
+    expect(windowEnds - WINDOW_SECONDS * 1000).toBeGreaterThanOrEqual(drainedFrom);
+    expect(findCondition(held.status?.conditions, 'Scaling')).toMatchObject({
+      reason: 'ScaleDownStabilizing',
+      message: expect.stringContaining(`holding 4 until ${new Date(windowEnds).toISOString()}`),
+    });
     expect(await world.replicas(namespace, 'worker-audio')).toBe(4);
-    const downAt = await pollUntil(
-      'scale-down to minReplicas after the window',
-      async () =>
-        (await world.replicas(namespace, 'worker-audio')) === 1 ? Date.now() : undefined,
-      30_000,
-      100,
-    );
+    // Not before the window's end, and at the first look after it.
+    await passWindow({
+      namespace,
+      pool: 'worker-audio',
+      operator,
+      clock,
+      endsAt: windowEnds,
+      held: 4,
+      to: 1,
+    });
     await snapshot();
     await pollUntil(
       'the pods of 1 replica',
@@ -87,9 +164,6 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       30_000,
     );
     await snapshot();
-    // Not before the window, and within a poll or two after it.
-    expect(downAt - emptiedAt).toBeGreaterThanOrEqual(6_000);
-    expect(downAt - emptiedAt).toBeLessThan(6_000 + 5_000);
 
     expect(await world.eventReasons(namespace, 'worker-audio', 2)).toEqual([
       'ScaledDown',
@@ -101,7 +175,7 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
     ).toBe(1);
     expect(await operator.metric('tamp_operator_reconciles_total', { result: 'scaled' })).toBe(2);
     console.log(
-      `WorkerPool during a scale-up and scale-down: up ${scaledAt - queuedAt} ms after the jobs were queued, down ${downAt - emptiedAt} ms after the backlog emptied (window 6 s):\n${timeline.join('\n')}`,
+      `WorkerPool during a scale-up and scale-down: up ${scaledAt - queuedAt} ms after the jobs were queued, down at the first look once the ${WINDOW_SECONDS} s window had ended (t below is the operator's test clock, set to a second before the window's end and then to its end):\n${timeline.join('\n')}`,
     );
   });
 
@@ -114,10 +188,15 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       minReplicas: 0,
       maxReplicas: 3,
       targetBacklogPerReplica: 5,
-      scaleDownStabilizationSeconds: 1,
+      scaleDownStabilizationSeconds: WINDOW_SECONDS,
       pollIntervalSeconds: 1,
     });
-    await world.startOperator({ kubeconfig, namespace });
+    const clock = new TestClock();
+    const operator = await world.startOperatorInProcess({
+      kubeconfig,
+      namespace,
+      clock: clock.now,
+    });
     await pollUntil(
       'an idle pool at zero',
       async () => {
@@ -135,11 +214,25 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       15_000,
     );
     await world.drainJobs('text');
-    await pollUntil(
-      'scale back to zero',
-      async () => ((await world.replicas(namespace, 'worker-text')) === 0 ? true : undefined),
+    const held = await pollUntil(
+      'the scale-down to zero held',
+      async () => {
+        const pool = await world.pool(namespace, 'worker-text');
+        return findCondition(pool.status?.conditions, 'Scaling')?.reason === 'ScaleDownStabilizing'
+          ? pool
+          : undefined;
+      },
       15_000,
     );
+    await passWindow({
+      namespace,
+      pool: 'worker-text',
+      operator,
+      clock,
+      endsAt: windowEnd(held, 1),
+      held: 1,
+      to: 0,
+    });
     expect(await world.eventReasons(namespace, 'worker-text', 2)).toEqual([
       'ScaledDown',
       'ScaledUp',
@@ -194,8 +287,6 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
 
   it('changes nothing when the operator restarts in the middle of a stabilization window', async () => {
     const { namespace, kubeconfig } = await world.namespace('restart');
-    // Long enough for a restart on a loaded machine (starting the process takes up to ~15 s).
-    const window = 30;
     await world.createDeployment(namespace, 'worker-audio', 1);
     await world.applyPool(namespace, 'worker-audio', {
       deployment: 'worker-audio',
@@ -203,10 +294,12 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       minReplicas: 1,
       maxReplicas: 6,
       targetBacklogPerReplica: 2,
-      scaleDownStabilizationSeconds: window,
+      scaleDownStabilizationSeconds: WINDOW_SECONDS,
       pollIntervalSeconds: 1,
     });
-    const first = await world.startOperator({ kubeconfig, namespace });
+    // Both operators read one clock; the second starts with nothing but what the first wrote.
+    const clock = new TestClock();
+    const first = await world.startOperatorInProcess({ kubeconfig, namespace, clock: clock.now });
     await world.queueJobs('audio', 8);
     await pollUntil(
       'scale-up to 4',
@@ -224,31 +317,33 @@ describe('the operator scales a real Deployment from a real JetStream backlog', 
       },
       10_000,
     );
-    const holding = held.status!.recommendations!.find((entry) => entry.replicas === 4)!;
-    const windowEnds = Date.parse(holding.time) + window * 1000;
+    const windowEnds = windowEnd(held, 4);
 
     await first.stop();
-    const second = await world.startOperator({ kubeconfig, namespace });
+    const second = await world.startOperatorInProcess({ kubeconfig, namespace, clock: clock.now });
     await pollUntil(
-      'the new process to lead',
+      'the new operator to lead',
       async () => ((await second.metric('tamp_operator_leader')) === 1 ? true : undefined),
       10_000,
     );
-    // The window kept in status survives the restart: no early scale-down, no second scale-up.
+    // The window kept in status survives the restart: once the new operator has looked at the
+    // pool, no early scale-down, no second scale-up, the same history.
+    await nextReconcile(second);
     const afterRestart = await world.pool(namespace, 'worker-audio');
-    expect(Date.now(), 'the restart outlasted the window').toBeLessThan(windowEnds);
+    expect(clock.now().getTime(), 'the restart outlasted the window').toBeLessThan(windowEnds);
     expect(afterRestart.status?.lastScaleTime).toBe(held.status?.lastScaleTime);
     expect(afterRestart.status?.recommendations).toEqual(held.status?.recommendations);
     expect(await world.replicas(namespace, 'worker-audio')).toBe(4);
-    const downAt = await pollUntil(
-      'scale-down when the window ends',
-      async () =>
-        (await world.replicas(namespace, 'worker-audio')) === 1 ? Date.now() : undefined,
-      window * 1000 + 10_000,
-      100,
-    );
-    expect(downAt).toBeGreaterThanOrEqual(windowEnds);
-    expect(downAt).toBeLessThan(windowEnds + 5_000);
+    // And the window it keeps is the one the first operator began.
+    await passWindow({
+      namespace,
+      pool: 'worker-audio',
+      operator: second,
+      clock,
+      endsAt: windowEnds,
+      held: 4,
+      to: 1,
+    });
     expect(await world.eventReasons(namespace, 'worker-audio', 2)).toEqual([
       'ScaledDown',
       'ScaledUp',

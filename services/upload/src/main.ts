@@ -1,6 +1,8 @@
+// First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
+import '@tamp/kit/instrument';
 import { runService } from '@tamp/kit';
 import { UPLOAD_INDEXES } from './adapters/upload-repository';
-import { configSchema } from './config';
+import { configSchema, uploadSettingsFrom } from './config';
 import { startUploadService } from './service';
 
 await runService({
@@ -13,7 +15,7 @@ await runService({
       db: await connectMongo(config, UPLOAD_INDEXES),
       store: await openObjectStore(config),
       logger,
-      sweepIntervalMs: config.UPLOAD_SWEEP_INTERVAL_MS,
+      settings: uploadSettingsFrom(config),
     });
   },
 });

@@ -4,7 +4,7 @@ import { UploadStorage } from './adapters/upload-storage';
 import { serveUploadEndpoints } from './api/endpoints';
 import { UploadSweeper } from './application/upload-sweeper';
 import { type Clock, Uploads } from './application/uploads';
-import { DEFAULT_SWEEP_INTERVAL_MS } from './config';
+import type { UploadSettings } from './config';
 
 export interface UploadDependencies {
   rpc: Rpc;
@@ -14,7 +14,8 @@ export interface UploadDependencies {
   logger: Logger;
   /** Injectable so tests can move time past the 24-hour lifetime and the retention. */
   clock?: Clock;
-  sweepIntervalMs?: number;
+  /** From uploadSettingsFrom (config.ts); tests change single values. */
+  settings: UploadSettings;
 }
 
 export interface RunningUpload {
@@ -35,7 +36,7 @@ export async function startUploadService(dependencies: UploadDependencies): Prom
     dependencies.rpc,
     new Uploads(repository, storage, clock),
   );
-  sweeper.start(dependencies.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+  sweeper.start(dependencies.settings.sweepIntervalMs);
 
   let stopping: Promise<void> | undefined;
   return {

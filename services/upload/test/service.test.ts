@@ -25,10 +25,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { UPLOAD_INDEXES, UPLOADS_COLLECTION } from '../src/adapters/upload-repository';
 import { UPLOAD_RETENTION_MS } from '../src/application/upload-sweeper';
+import { configSchema, uploadSettingsFrom } from '../src/config';
 import { type RunningUpload, startUploadService } from '../src/service';
 import { type FileHead, fileOf } from './support/file-heads';
 
 const infrastructure = isolatedInfrastructure();
+const settings = uploadSettingsFrom(configSchema.parse(infrastructure.serviceEnv));
 const logger = createLogger('upload-test', 'silent');
 const topology = createTopology(infrastructure.namespace);
 const FREE_LIMIT = 25 * 1024 * 1024;
@@ -62,6 +64,7 @@ beforeAll(async () => {
     store,
     logger,
     clock: () => now,
+    settings,
   });
   await serverNats.flush();
   rpc = new Rpc(clientNats, topology, logger);
@@ -409,7 +412,7 @@ describe('sweeper', () => {
       store,
       logger,
       clock: () => now,
-      sweepIntervalMs: 50,
+      settings: { ...settings, sweepIntervalMs: 50 },
     });
     try {
       await vi.waitFor(async () => expect(await storedUpload(old.id)).toBeNull(), {

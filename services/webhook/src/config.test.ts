@@ -1,7 +1,7 @@
 import { loadConfig } from '@tamp/kit';
 import { checkTargetUrl, PRODUCTION_POLICY } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
-import { configSchema, targetPolicyFrom } from './config';
+import { configSchema, webhookSettingsFrom } from './config';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './domain/retry-schedule';
 
 const required = { NATS_URL: 'nats://127.0.0.1:4222', MONGO_URL: 'mongodb://127.0.0.1:27017' };
@@ -9,13 +9,19 @@ const required = { NATS_URL: 'nats://127.0.0.1:4222', MONGO_URL: 'mongodb://127.
 describe('webhook configuration', () => {
   it('defaults to the production policy, the documented schedule and a 10 s deadline', () => {
     const config = loadConfig('webhook', configSchema, required);
-    expect(targetPolicyFrom(config)).toEqual(PRODUCTION_POLICY);
+    const settings = webhookSettingsFrom(config);
+    expect(settings.targetPolicy).toEqual(PRODUCTION_POLICY);
     expect(config.WEBHOOK_RETRY_SCHEDULE_MS).toEqual(DEFAULT_RETRY_SCHEDULE_MS);
     expect(config.WEBHOOK_RETRY_SCHEDULE_MS).toEqual([
       15_000, 300_000, 1_800_000, 7_200_000, 18_000_000,
     ]);
     expect(config.WEBHOOK_TIMEOUT_MS).toBe(10_000);
-    expect(checkTargetUrl('http://127.0.0.1:9000/', targetPolicyFrom(config)).allowed).toBe(false);
+    expect(checkTargetUrl('http://127.0.0.1:9000/', settings.targetPolicy).allowed).toBe(false);
+    expect(settings).toMatchObject({
+      timeoutMs: 10_000,
+      pollIntervalMs: 5_000,
+      maxConcurrentAttempts: 16,
+    });
   });
 
   it('reads the local stack settings: http and loopback allowed', () => {
@@ -26,7 +32,7 @@ describe('webhook configuration', () => {
       WEBHOOK_RETRY_SCHEDULE_MS: '50,50,50,50,50',
       WEBHOOK_TIMEOUT_MS: '300',
     });
-    const policy = targetPolicyFrom(config);
+    const policy = webhookSettingsFrom(config).targetPolicy;
     expect(policy).toEqual({ allowHttp: true, allowCidrs: ['127.0.0.0/8', '::1/128'] });
     expect(checkTargetUrl('http://127.0.0.1:9000/', policy).allowed).toBe(true);
     expect(checkTargetUrl('http://169.254.169.254/', policy).allowed).toBe(false);

@@ -1,6 +1,8 @@
+// First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
+import '@tamp/kit/instrument';
 import { runService } from '@tamp/kit';
 import { WEBHOOK_INDEXES } from './adapters/delivery-repository';
-import { configSchema, targetPolicyFrom } from './config';
+import { configSchema, webhookSettingsFrom } from './config';
 import { startWebhookService } from './service';
 
 await runService({
@@ -13,9 +15,7 @@ await runService({
       topology,
       rpc,
       db: await connectMongo(config, WEBHOOK_INDEXES),
-      policy: targetPolicyFrom(config),
-      retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      settings: webhookSettingsFrom(config),
       logger,
       metrics,
     });

@@ -8,13 +8,12 @@ import {
   type Registry,
   type Rpc,
 } from '@tamp/kit';
-import type { TargetPolicy, Topology } from '@tamp/proto';
+import type { Topology } from '@tamp/proto';
 import { AttemptRepository } from './adapters/attempt-repository';
 import { BillingAccounts } from './adapters/billing-accounts';
 import { DeliveryRepository, WEBHOOK_INDEXES } from './adapters/delivery-repository';
 import { FinishedJobs } from './adapters/finished-jobs';
 import type { HostnameResolver } from './adapters/hostname-resolver';
-import { DEFAULT_DELIVERY_TIMEOUT_MS } from './adapters/safe-http-client';
 import { serveWebhookEndpoints } from './api/endpoints';
 import { consumeJobEvents } from './api/job-events';
 import { DeliveryAttempt, SignedSender } from './application/delivery-attempt';
@@ -23,37 +22,27 @@ import { DeliveryLog } from './application/delivery-log';
 import { DeliveryScheduler } from './application/delivery-scheduler';
 import { TestDelivery } from './application/test-delivery';
 import { WebhookMetrics } from './application/webhook-metrics';
+import type { WebhookSettings } from './config';
 
 /**
- * The longest the scheduler sleeps: it wakes by itself for new sequences, its own retries and its
- * own leases, so this bounds only how late it finds another instance's leftovers.
+ * A claimed attempt's lease is its deadline plus this margin, so another instance takes over
+ * only an attempt whose instance died, never one still running or being recorded.
  */
-const DEFAULT_POLL_INTERVAL_MS = 5_000;
+const LEASE_MARGIN_MS = 30_000;
 
 export interface WebhookServiceOptions {
   nats: NatsConnection;
   topology: Topology;
   rpc: Rpc;
   db: Db;
-  policy: TargetPolicy;
-  /** Delays before each retry (its length = the number of retries after the first attempt). */
-  retryScheduleMs: readonly number[];
+  /** From webhookSettingsFrom (config.ts); tests change single values. */
+  settings: WebhookSettings;
   logger: Logger;
   metrics: Registry;
-  /** Deadline of one attempt; default 10 s (spec). */
-  timeoutMs?: number;
   /** Now; injectable for tests. */
   clock?: () => Date;
   /** Jitter source for `nextRetryDelay`. */
   random?: () => number;
-  /** The longest the scheduler sleeps between two looks at MongoDB; default 5 s (see above). */
-  pollIntervalMs?: number;
-  /** How long a claimed attempt may take before another instance takes it over. */
-  leaseMs?: number;
-  /** Attempts in flight at once per instance; default 16. */
-  maxConcurrentAttempts?: number;
-  /** Wait before trying again when a peer (billing, Mongo) is unavailable; default 5 s. */
-  unavailableRetryMs?: number;
   /** Recorded with every attempt; default `<hostname>:<pid>:<random>`. */
   instanceId?: string;
   /** Tests inject a fake DNS; production uses the system resolver. */
@@ -71,10 +60,9 @@ export interface WebhookService {
  * recorded in `webhook_attempts`), and serves `listDeliveries` / `redeliver` / `sendTestDelivery`.
  */
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
-  const { nats, topology, rpc, db, policy, logger } = options;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
+  const { nats, topology, rpc, db, settings, logger } = options;
+  const { targetPolicy: policy, timeoutMs, unavailableRetryMs } = settings;
   const clock = options.clock ?? (() => new Date());
-  const unavailableRetryMs = options.unavailableRetryMs ?? 5_000;
   const instance = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
   await provisionIndexes(db, WEBHOOK_INDEXES);
@@ -89,7 +77,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     accounts,
     metrics,
     {
-      retryScheduleMs: [...options.retryScheduleMs],
+      retryScheduleMs: [...settings.retryScheduleMs],
       policy,
       timeoutMs,
       unavailableRetryMs,
@@ -104,9 +92,9 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     deliveries,
     attempt,
     {
-      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
-      leaseMs: options.leaseMs ?? timeoutMs + 30_000,
-      maxConcurrentAttempts: options.maxConcurrentAttempts ?? 16,
+      pollIntervalMs: settings.pollIntervalMs,
+      leaseMs: timeoutMs + LEASE_MARGIN_MS,
+      maxConcurrentAttempts: settings.maxConcurrentAttempts,
     },
     clock,
     logger,
@@ -134,7 +122,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     testDelivery,
   });
   logger.info(
-    { instance, schedule: options.retryScheduleMs, timeoutMs, policy },
+    { instance, schedule: settings.retryScheduleMs, timeoutMs, policy },
     'webhook service started',
   );
 

@@ -6,7 +6,9 @@ import {
 } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertStaysTrue } from '../../../test/support/stays-true';
 import { verifyTampDelivery } from '../examples/verify-delivery';
+import { ATTEMPTS } from '../src/adapters/attempt-repository';
 import { DELIVERIES, type DeliveryDocument } from '../src/adapters/delivery-repository';
 import { deliveryKey } from '../src/domain/payload';
 import {
@@ -21,7 +23,6 @@ import {
   completedEvent,
   failedEvent,
   type Slice,
-  sleep,
   startSlice,
   waitFor,
 } from './support/slice';
@@ -45,7 +46,7 @@ describe('webhook service (local development policy, fast schedule)', () => {
     });
     owner = account({ webhookSecret: secret });
     slice.accounts.set(owner.accountId, owner);
-    await slice.startService({ instanceId: 'main', unavailableRetryMs: 50 });
+    await slice.startService({ instanceId: 'main', settings: { unavailableRetryMs: 50 } });
   });
   afterAll(async () => {
     await slice?.close();
@@ -139,8 +140,11 @@ describe('webhook service (local development policy, fast schedule)', () => {
       async () => (await delivery(event.jobId, 'job.completed'))?.status === 'delivered',
       'the sequence to be delivered',
     );
-    await sleep(300); // several schedule lengths: nothing more may arrive
-    expect(target.requests).toHaveLength(4);
+    // Nothing may arrive after the success: 300 ms is six retry delays of FAST_SCHEDULE.
+    await assertStaysTrue(() => expect(target.requests).toHaveLength(4), {
+      forMs: 300,
+      what: 'no 5th request',
+    });
     for (const request of target.requests) expectVerified(request, secret);
     const bodies = new Set(target.requests.map((request) => request.body.toString('hex')));
     expect(bodies.size).toBe(1);
@@ -169,8 +173,11 @@ describe('webhook service (local development policy, fast schedule)', () => {
       'the sequence to be exhausted',
       30_000,
     );
-    await sleep(500);
-    expect(target.requests).toHaveLength(6);
+    // Nothing may follow the exhaustion: 500 ms is ten retry delays of FAST_SCHEDULE.
+    await assertStaysTrue(() => expect(target.requests).toHaveLength(6), {
+      forMs: 500,
+      what: 'no 7th request',
+    });
     const { deliveries } = await slice.rpc.call(webhookEndpoints.listDeliveries, {
       jobId: event.jobId,
     });
@@ -192,8 +199,12 @@ describe('webhook service (local development policy, fast schedule)', () => {
     // Events are consumed in order: once the next one is delivered, the inline one was handled.
     await slice.publish(completedEvent(owner.accountId, marker.origin));
     await waitFor(() => marker.requests.length === 1, 'the marker delivery');
-    await sleep(100);
-    expect(inlineTarget.connectionCount()).toBe(0);
+    // The inline event was handled before the marker's; 100 ms (two retry delays) more in which
+    // a late connection for it would show.
+    await assertStaysTrue(() => expect(inlineTarget.connectionCount()).toBe(0), {
+      forMs: 100,
+      what: 'no connection for the inline job',
+    });
     expect(await delivery(inline.jobId, 'job.completed')).toBeNull();
   });
 
@@ -210,8 +221,12 @@ describe('webhook service (local development policy, fast schedule)', () => {
       async () => (await delivery(event.jobId, 'job.completed'))?.status === 'delivered',
       'the sequence to be delivered',
     );
-    await sleep(200);
-    expect(target.requests).toHaveLength(1);
+    // The second copy was consumed before the marker; 200 ms (four retry delays) more in which
+    // a second delivery of it would show.
+    await assertStaysTrue(() => expect(target.requests).toHaveLength(1), {
+      forMs: 200,
+      what: 'no second delivery',
+    });
     const stored = await slice.db
       .collection<DeliveryDocument>(DELIVERIES)
       .countDocuments({ jobId: event.jobId });
@@ -439,7 +454,18 @@ describe('webhook service (production policy)', () => {
         `the refusal of ${event.webhookUrl}`,
       );
     }
-    await sleep(300); // several schedule lengths: no retry may follow
+    // No retry may follow a refusal: 300 ms is six retry delays of FAST_SCHEDULE, in which one
+    // would add an attempt or open a connection.
+    const jobIds = events.map((event) => event.jobId);
+    await assertStaysTrue(
+      async () => {
+        expect(local.connectionCount()).toBe(0);
+        expect(await slice.db.collection(ATTEMPTS).countDocuments({ jobId: { $in: jobIds } })).toBe(
+          events.length,
+        );
+      },
+      { forMs: 300, intervalMs: 50, what: 'no retry of a refused target' },
+    );
     for (const [index, event] of events.entries()) {
       const { deliveries } = await slice.rpc.call(webhookEndpoints.listDeliveries, {
         jobId: event.jobId,

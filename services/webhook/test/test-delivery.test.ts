@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LOCAL_DEVELOPMENT_POLICY, newWebhookSecret, webhookEndpoints } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertStaysTrue } from '../../../test/support/stays-true';
 import { verifyTampDelivery } from '../examples/verify-delivery';
 import { ATTEMPTS, type AttemptDocument } from '../src/adapters/attempt-repository';
 import { DELIVERIES, type DeliveryDocument } from '../src/adapters/delivery-repository';
@@ -141,8 +141,11 @@ describe('test deliveries (sendTestDelivery)', () => {
       latencyMs: expect.any(Number),
       error: 'receiver answered 500',
     });
-    await sleep(400); // eight schedule lengths: no retry may follow
-    expect(target.requests).toHaveLength(1);
+    // No retry may follow: 400 ms is eight retry delays of FAST_SCHEDULE.
+    await assertStaysTrue(() => expect(target.requests).toHaveLength(1), {
+      forMs: 400,
+      what: 'no retry of a test delivery',
+    });
     expect(target.requests[0]?.headers['x-service-event']).toBe('job.failed');
     expect(JSON.parse(target.requests[0]!.body.toString('utf8'))).toEqual(buildPayload(event));
     expect(await sequences(event.jobId)).toBe(0);
@@ -160,8 +163,11 @@ describe('test deliveries (sendTestDelivery)', () => {
     expect(answer).toMatchObject({ outcome: 'failed', statusCode: null });
     expect(answer.error).toMatch(new RegExp(`${TIMEOUT_MS} ms deadline`));
     expect(answer.latencyMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
-    await sleep(400);
-    expect(target.requests).toHaveLength(1);
+    // No retry may follow the deadline either: eight retry delays of FAST_SCHEDULE.
+    await assertStaysTrue(() => expect(target.requests).toHaveLength(1), {
+      forMs: 400,
+      what: 'no retry after the deadline',
+    });
   });
 
   it("leaves the job's own delivery sequence as it was", async () => {
@@ -177,9 +183,14 @@ describe('test deliveries (sendTestDelivery)', () => {
     const before = await slice.deliveries.find(key);
 
     expect((await send(customer.accountId, event.jobId)).outcome).toBe('delivered');
-    await sleep(200);
-    expect(await slice.deliveries.find(key)).toEqual(before);
-    expect(own.requests).toHaveLength(1);
+    // The sequence must not move: 200 ms (four retry delays) in which a change would show.
+    await assertStaysTrue(
+      async () => {
+        expect(await slice.deliveries.find(key)).toEqual(before);
+        expect(own.requests).toHaveLength(1);
+      },
+      { forMs: 200, intervalMs: 40, what: "the job's own sequence left as it was" },
+    );
     expect(fallback.requests).toHaveLength(1);
     expect((await listed(event.jobId)).map((attempt) => [attempt.attempt, attempt.target])).toEqual(
       [

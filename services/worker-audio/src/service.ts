@@ -1,21 +1,20 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
 import { createFfmpegRunner } from './adapters/ffmpeg-runner';
 import { createAudioJobProcessor } from './application/audio-job';
-import type { Config } from './config';
+import type { WorkerAudioSettings } from './config';
 
-export interface WorkerAudioDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
-  config: PipelineWorkerDependencies['config'] &
-    Pick<Config, 'AUDIO_MAX_DURATION_SEC' | 'FFMPEG_PATH' | 'FFPROBE_PATH'>;
+export interface WorkerAudioDependencies extends PipelineWorkerDependencies {
+  settings: WorkerAudioSettings;
 }
 
 /** Queued audio jobs only: audio is never processed inline. */
 export function startWorkerAudioService(deps: WorkerAudioDependencies) {
-  const { config } = deps;
+  const { settings } = deps;
   const audio = createFfmpegRunner({
-    maxDurationSec: config.AUDIO_MAX_DURATION_SEC,
-    ...(config.FFMPEG_PATH && { ffmpegPath: config.FFMPEG_PATH }),
-    ...(config.FFPROBE_PATH && { ffprobePath: config.FFPROBE_PATH }),
+    maxDurationSec: settings.maxDurationSec,
+    ...(settings.ffmpegPath && { ffmpegPath: settings.ffmpegPath }),
+    ...(settings.ffprobePath && { ffprobePath: settings.ffprobePath }),
   });
   const processJob = createAudioJobProcessor({ store: deps.store, audio });
-  return startPipelineWorker({ ...deps, pipeline: 'audio', processJob });
+  return startPipelineWorker({ ...deps, settings: settings.worker, pipeline: 'audio', processJob });
 }

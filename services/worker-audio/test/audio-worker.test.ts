@@ -4,20 +4,18 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
+import { configSchema, workerAudioSettingsFrom } from '../src/config';
 import { startWorkerAudioService } from '../src/service';
 
 const worker = useWorkerHarness({
   name: 'audio-worker',
   concurrency: 1,
-  start: (dependencies) =>
+  start: ({ env, ...dependencies }) =>
     startWorkerAudioService({
       ...dependencies,
-      config: {
-        ...dependencies.config,
-        AUDIO_MAX_DURATION_SEC: 600,
-        FFMPEG_PATH: undefined,
-        FFPROBE_PATH: undefined,
-      },
+      settings: workerAudioSettingsFrom(
+        configSchema.parse({ ...env, AUDIO_MAX_DURATION_SEC: '600' }),
+      ),
     }),
 });
 

@@ -1,10 +1,7 @@
-import { jobWorkerEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { type JobWorkerSettings, jobWorkerEnv, jobWorkerSettingsFrom } from '@tamp/kit';
 import { z } from 'zod';
 
 export const configSchema = z.object({
-  ...serviceEnv,
-  ...natsEnv,
-  ...s3Env,
   ...jobWorkerEnv({ concurrency: 2, inlineConcurrency: 2 }),
   /** Pixel budget per image: decoded input (all kept frames) and every resize result. */
   IMAGE_MAX_PIXELS: z.coerce.number().int().positive().default(100_000_000),
@@ -21,3 +18,25 @@ export const configSchema = z.object({
   SHARP_CONCURRENCY: z.coerce.number().int().nonnegative().default(0),
 });
 export type Config = z.output<typeof configSchema>;
+
+export interface WorkerImageSettings {
+  worker: JobWorkerSettings;
+  /** Pixel budget per image: decoded input (all kept frames) and every resize result. */
+  maxPixels: number;
+  /** Memory the worker's image jobs may use together, in bytes. */
+  memoryBudgetBytes: number;
+  /** libvips operation cache in MB; 0: off. */
+  sharpCacheMb: number;
+  /** libvips threads per image; 0: one per CPU core. */
+  sharpConcurrency: number;
+}
+
+export function workerImageSettingsFrom(config: Config): WorkerImageSettings {
+  return {
+    worker: jobWorkerSettingsFrom(config),
+    maxPixels: config.IMAGE_MAX_PIXELS,
+    memoryBudgetBytes: config.IMAGE_MEMORY_BUDGET_MB * 1024 * 1024,
+    sharpCacheMb: config.SHARP_CACHE_MB,
+    sharpConcurrency: config.SHARP_CONCURRENCY,
+  };
+}

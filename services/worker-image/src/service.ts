@@ -2,23 +2,19 @@ import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit'
 import { Gauge, type Registry } from 'prom-client';
 import { configureSharp } from './adapters/sharp-runtime';
 import { createImageJobProcessor } from './application/image-job';
-import type { Config } from './config';
+import type { WorkerImageSettings } from './config';
 import { MemoryBudget } from './domain/memory-budget';
 
-export interface WorkerImageDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
-  config: PipelineWorkerDependencies['config'] &
-    Pick<
-      Config,
-      'IMAGE_MAX_PIXELS' | 'IMAGE_MEMORY_BUDGET_MB' | 'SHARP_CACHE_MB' | 'SHARP_CONCURRENCY'
-    >;
+export interface WorkerImageDependencies extends PipelineWorkerDependencies {
+  settings: WorkerImageSettings;
 }
 
 /** Queued jobs from JOBS and inline requests on `work.image.inline`, one processJob for both. */
 export function startWorkerImageService(deps: WorkerImageDependencies) {
-  const { config } = deps;
+  const { settings } = deps;
   const sharpState = configureSharp({
-    cacheMemoryMb: config.SHARP_CACHE_MB,
-    concurrency: config.SHARP_CONCURRENCY,
+    cacheMemoryMb: settings.sharpCacheMb,
+    concurrency: settings.sharpConcurrency,
   });
   deps.logger.info(sharpState, 'sharp configured');
   if (!sharpState.jemalloc) {
@@ -26,15 +22,16 @@ export function startWorkerImageService(deps: WorkerImageDependencies) {
       'not running on jemalloc; see recommendedImageWorkerEnv() in services/worker-image/README.md',
     );
   }
-  const memory = new MemoryBudget(config.IMAGE_MEMORY_BUDGET_MB * 1024 * 1024);
+  const memory = new MemoryBudget(settings.memoryBudgetBytes);
   registerMemoryMetrics(deps.metrics, memory);
   const processJob = createImageJobProcessor({
     store: deps.store,
-    limitInputPixels: config.IMAGE_MAX_PIXELS,
+    limitInputPixels: settings.maxPixels,
     memory,
   });
   return startPipelineWorker({
     ...deps,
+    settings: settings.worker,
     pipeline: 'image',
     processJob,
     // A job already waiting for room in the budget: another one would only queue behind it.

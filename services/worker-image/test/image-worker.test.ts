@@ -3,6 +3,7 @@ import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
+import { configSchema, workerImageSettingsFrom } from '../src/config';
 import { startWorkerImageService } from '../src/service';
 import { ImageFixtures } from './support/fixtures';
 
@@ -16,16 +17,10 @@ afterAll(async () => {
 const worker = useWorkerHarness({
   name: 'image-worker',
   concurrency: 2,
-  start: (dependencies) =>
+  start: ({ env, ...dependencies }) =>
     startWorkerImageService({
       ...dependencies,
-      config: {
-        ...dependencies.config,
-        IMAGE_MAX_PIXELS: 100_000_000,
-        IMAGE_MEMORY_BUDGET_MB: 320,
-        SHARP_CACHE_MB: 0,
-        SHARP_CONCURRENCY: 1,
-      },
+      settings: workerImageSettingsFrom(configSchema.parse({ ...env, SHARP_CONCURRENCY: '1' })),
     }),
 });
 

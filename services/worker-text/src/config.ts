@@ -1,11 +1,8 @@
 import { availableParallelism } from 'node:os';
-import { jobWorkerEnv, natsEnv, s3Env, serviceEnv } from '@tamp/kit';
+import { type JobWorkerSettings, jobWorkerEnv, jobWorkerSettingsFrom } from '@tamp/kit';
 import { z } from 'zod';
 
 export const configSchema = z.object({
-  ...serviceEnv,
-  ...natsEnv,
-  ...s3Env,
   ...jobWorkerEnv({ concurrency: 2, inlineConcurrency: 4 }),
   /** Largest stored-text output also returned as outputText (bytes); larger ones stay in S3. */
   TEXT_MAX_OUTPUT_TEXT_BYTES: z.coerce
@@ -23,15 +20,24 @@ export const configSchema = z.object({
 });
 export type Config = z.output<typeof configSchema>;
 
-/** TEXT_PIPELINE_THREADS, or its default from the job concurrencies. */
-export function textPipelineThreads(
-  config: Pick<
-    Config,
-    'TEXT_PIPELINE_THREADS' | 'WORKER_CONCURRENCY' | 'WORKER_INLINE_CONCURRENCY'
-  >,
-): number {
-  return (
-    config.TEXT_PIPELINE_THREADS ??
-    Math.min(availableParallelism(), config.WORKER_CONCURRENCY + config.WORKER_INLINE_CONCURRENCY)
-  );
+export interface WorkerTextSettings {
+  worker: JobWorkerSettings;
+  /** Largest stored-text output also returned as outputText, in bytes. */
+  maxOutputTextBytes: number;
+  /** Worker threads running the text pipeline. */
+  pipelineThreads: number;
+}
+
+export function workerTextSettingsFrom(config: Config): WorkerTextSettings {
+  return {
+    worker: jobWorkerSettingsFrom(config),
+    maxOutputTextBytes: config.TEXT_MAX_OUTPUT_TEXT_BYTES,
+    // Unset, it follows the other variables and the machine, which a schema default cannot.
+    pipelineThreads:
+      config.TEXT_PIPELINE_THREADS ??
+      Math.min(
+        availableParallelism(),
+        config.WORKER_CONCURRENCY + config.WORKER_INLINE_CONCURRENCY,
+      ),
+  };
 }

@@ -1,11 +1,10 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
 import { startTextPipelinePool } from './adapters/text-pipeline-pool';
 import { createTextJobProcessor } from './application/text-job';
-import { type Config, textPipelineThreads } from './config';
+import type { WorkerTextSettings } from './config';
 
-export interface WorkerTextDependencies extends Omit<PipelineWorkerDependencies, 'config'> {
-  config: PipelineWorkerDependencies['config'] &
-    Pick<Config, 'TEXT_MAX_OUTPUT_TEXT_BYTES' | 'TEXT_PIPELINE_THREADS'>;
+export interface WorkerTextDependencies extends PipelineWorkerDependencies {
+  settings: WorkerTextSettings;
 }
 
 /**
@@ -15,16 +14,22 @@ export interface WorkerTextDependencies extends Omit<PipelineWorkerDependencies,
 export async function startWorkerTextService(
   dependencies: WorkerTextDependencies,
 ): Promise<{ stop(): Promise<void> }> {
-  const threads = textPipelineThreads(dependencies.config);
+  const { settings } = dependencies;
+  const threads = settings.pipelineThreads;
   const pool = await startTextPipelinePool({ threads });
   const processJob = createTextJobProcessor({
     store: dependencies.store,
-    maxOutputTextBytes: dependencies.config.TEXT_MAX_OUTPUT_TEXT_BYTES,
+    maxOutputTextBytes: settings.maxOutputTextBytes,
     runPipeline: pool.run,
   });
   let worker: { stop(): Promise<void> };
   try {
-    worker = await startPipelineWorker({ ...dependencies, pipeline: 'text', processJob });
+    worker = await startPipelineWorker({
+      ...dependencies,
+      settings: settings.worker,
+      pipeline: 'text',
+      processJob,
+    });
   } catch (error) {
     await pool.close();
     throw error;

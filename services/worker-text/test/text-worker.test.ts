@@ -4,16 +4,19 @@ import { jetstream } from '@nats-io/jetstream';
 import { inlineWorkReply, type JobWorkMessage, LIMITS } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import { useWorkerHarness } from '../../../test/support/worker-harness';
+import { configSchema, workerTextSettingsFrom } from '../src/config';
 import { startWorkerTextService } from '../src/service';
 import { largeDocument } from './support/large-document';
 
 const worker = useWorkerHarness({
   name: 'text-worker',
   concurrency: 2,
-  start: (dependencies) =>
+  start: ({ env, ...dependencies }) =>
     startWorkerTextService({
       ...dependencies,
-      config: { ...dependencies.config, TEXT_MAX_OUTPUT_TEXT_BYTES: 1024 },
+      settings: workerTextSettingsFrom(
+        configSchema.parse({ ...env, TEXT_MAX_OUTPUT_TEXT_BYTES: '1024' }),
+      ),
     }),
 });
 

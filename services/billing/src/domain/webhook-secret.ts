@@ -37,9 +37,6 @@ export class SecretSealer {
   }
 }
 
-/** How long a rotated-out secret keeps signing unless configured otherwise: receivers get a day. */
-export const DEFAULT_WEBHOOK_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
-
 /** A secret replaced by a rotation, kept (as stored) until the end of its grace period. */
 export interface RetiredWebhookSecret<Secret = string> {
   secret: Secret;

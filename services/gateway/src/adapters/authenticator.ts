@@ -7,6 +7,11 @@ export type AuthenticatedAccount = AccountLimits & { keyId: string };
 
 /** Revocation must reach every replica within 5 s: cached answers live at most this long. */
 export const MAX_AUTH_CACHE_TTL_MS = 4_000;
+/**
+ * Keys cached at once: far more than the distinct keys a replica sees within a TTL, while a
+ * flood of made-up keys (each a negative entry) cannot grow the cache without bound.
+ */
+const MAX_CACHED_KEYS = 10_000;
 
 type CacheEntry = { account: AuthenticatedAccount } | { rejected: ServiceError };
 
@@ -21,11 +26,11 @@ export class Authenticator {
 
   constructor(
     private readonly rpc: Rpc,
-    options: { ttlMs?: number; maxEntries?: number } = {},
+    options: { ttlMs: number },
   ) {
-    const ttl = Math.min(options.ttlMs ?? MAX_AUTH_CACHE_TTL_MS, MAX_AUTH_CACHE_TTL_MS);
+    const ttl = Math.min(options.ttlMs, MAX_AUTH_CACHE_TTL_MS);
     this.cache = new LRUCache({
-      max: options.maxEntries ?? 10_000,
+      max: MAX_CACHED_KEYS,
       ttl,
       ttlAutopurge: false,
       // An evicted entry's lookup still answers the requests waiting for it.

@@ -26,24 +26,24 @@ export class KvRateLimiter {
   private constructor(
     private readonly kv: KV,
     private readonly logger: Logger,
-    private readonly now: () => number,
+    private readonly clock: () => Date,
   ) {}
 
   static async open(options: {
     nats: NatsConnection;
     bucket: string;
     logger: Logger;
-    now?: () => number;
+    clock: () => Date;
   }): Promise<KvRateLimiter> {
     const kv = await new Kvm(options.nats).create(options.bucket, {
       history: 1,
       ttl: 2 * WINDOW_MS,
     });
-    return new KvRateLimiter(kv, options.logger, options.now ?? Date.now);
+    return new KvRateLimiter(kv, options.logger, options.clock);
   }
 
   async hit(accountId: string, limit: number): Promise<RateLimitDecision> {
-    const now = this.now();
+    const now = this.clock().getTime();
     const window = Math.floor(now / WINDOW_MS);
     const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
     const count = await this.increment(`${accountId}.${window}`);

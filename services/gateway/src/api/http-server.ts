@@ -14,15 +14,6 @@ export interface HttpLimits {
   maxConnectionsPerAddress: number;
 }
 
-export const DEFAULT_HTTP_LIMITS: HttpLimits = Object.freeze({
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 60_000,
-  keepAliveTimeoutMs: 72_000,
-  connectionTimeoutMs: 120_000,
-  maxConnections: 10_000,
-  maxConnectionsPerAddress: 256,
-});
-
 /**
  * Node checks the header and request deadlines of open connections on a timer (every 30 s by
  * default), so a deadline is enforced up to that late; checking a few times per deadline keeps

@@ -1,4 +1,3 @@
-import { tmpdir } from 'node:os';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import {
   type InlineWorkReply,
@@ -26,14 +25,10 @@ export interface InlineWorkOptions {
   processJob: ProcessJob;
   logger: Logger;
   metrics: Registry;
-  /** Requests processed at once; up to as many more wait their turn. Default 4. */
-  concurrency?: number;
-  tempDir?: string;
-  /**
-   * The job service stops waiting after LIMITS.inlineReplyTimeoutMs (or the request's own
-   * deadline) and queues the job instead, so work still running then is aborted unanswered.
-   */
-  timeoutMs?: number;
+  /** Requests processed at once; up to as many more wait their turn. */
+  concurrency: number;
+  /** Parent of the per-job temp directories. */
+  tempDir: string;
   /** When the machine can carry no more, a request that would wait is declined at once. */
   resourceGate?: ResourceGate;
 }
@@ -55,10 +50,11 @@ export interface InlineWorkServer {
 export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
   const logger = options.logger.child({ inline: options.subject });
   const metrics = jobWorkerMetrics(options.metrics);
-  const concurrency = options.concurrency ?? 4;
+  const { concurrency, tempDir } = options;
   const limit = pLimit(concurrency);
-  const tempDir = options.tempDir ?? tmpdir();
-  const timeoutMs = options.timeoutMs ?? LIMITS.inlineReplyTimeoutMs;
+  // The job service stops waiting after this (or the request's own deadline) and queues the
+  // job instead, so work still running then is aborted unanswered.
+  const timeoutMs = LIMITS.inlineReplyTimeoutMs;
   const running = new Map<Promise<void>, AbortController>();
 
   const respond = (msg: Msg, reply: InlineWorkReply) => {

@@ -1,4 +1,3 @@
-import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Consumer, type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -25,17 +24,15 @@ export interface JobWorkerOptions {
   processJob: ProcessJob;
   logger: Logger;
   metrics: Registry;
-  /** Parent of the per-job temp directories. Default: the OS temp dir. */
-  tempDir?: string;
-  /**
-   * How long `stop()` lets running jobs finish before handing them back. Default 20 s; keep it
-   * above `fetchExpiresMs` and below the service's shutdown timeout.
-   */
-  stopGraceMs?: number;
+  /** Parent of the per-job temp directories. */
+  tempDir: string;
   /** A job running longer than this is aborted and counts as a failed (retryable) attempt. */
   jobTimeoutMs?: number;
-  /** How long one pull waits for messages. Default 5 s. */
-  fetchExpiresMs?: number;
+  /**
+   * How long one pull waits for messages (FETCH_EXPIRES_MS; tests shorten it): `stop` waits for
+   * the open pull to run out, so a stop takes at least this long.
+   */
+  fetchExpiresMs: number;
   /** Lease extension period; default a third of the consumer's ack wait (read from the server). */
   heartbeatIntervalMs?: number;
   /**
@@ -47,17 +44,21 @@ export interface JobWorkerOptions {
 
 export interface JobWorker {
   /**
-   * Stops pulling, lets running jobs finish within the grace period, then hands the rest back
-   * (`nak()` without delay, so another worker gets them at once). Resolves when every job
-   * this worker held is acknowledged, nak'ed or handed back. Safe to call twice.
+   * Stops pulling, lets running jobs finish within `graceMs`, then hands the rest back (`nak()`
+   * without delay, so another worker gets them at once). Resolves when every job this worker
+   * held is acknowledged, nak'ed or handed back. Safe to call twice. Keep `graceMs` above
+   * `fetchExpiresMs` and below the service's shutdown timeout.
    */
-  stop(options?: { graceMs?: number }): Promise<void>;
+  stop(options: { graceMs: number }): Promise<void>;
   /** Jobs being processed right now. */
   readonly inFlight: number;
 }
 
-const DEFAULT_STOP_GRACE_MS = 20_000;
-const DEFAULT_FETCH_EXPIRES_MS = 5_000;
+/**
+ * Long enough that an idle worker asks the server rarely, short enough that a stop (which lets
+ * the open pull run out) is not held up for long.
+ */
+export const FETCH_EXPIRES_MS = 5_000;
 /** How often a worker whose resources are taken looks again. */
 const RESOURCE_RECHECK_MS = 500;
 
@@ -116,7 +117,7 @@ class QueuedJobWorker implements JobWorker {
       processJob: options.processJob,
       workerName: options.workerName,
       logger: this.logger,
-      tempDir: options.tempDir ?? tmpdir(),
+      tempDir: options.tempDir,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(100, Math.floor(ackWaitMs / 3)),
       jobTimeoutMs: options.jobTimeoutMs,
       record: (outcome, startedAt) => this.record(outcome, startedAt),
@@ -139,10 +140,8 @@ class QueuedJobWorker implements JobWorker {
     );
   }
 
-  stop(stopOptions: { graceMs?: number } = {}): Promise<void> {
-    this.stopped ??= this.shutDown(
-      stopOptions.graceMs ?? this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
-    );
+  stop(stopOptions: { graceMs: number }): Promise<void> {
+    this.stopped ??= this.shutDown(stopOptions.graceMs);
     return this.stopped;
   }
 
@@ -155,7 +154,7 @@ class QueuedJobWorker implements JobWorker {
   }
 
   private async loop(): Promise<void> {
-    const expires = this.options.fetchExpiresMs ?? DEFAULT_FETCH_EXPIRES_MS;
+    const expires = this.options.fetchExpiresMs;
     while (!this.stopping) {
       const room = await this.roomForWork();
       if (room === 0) break;

@@ -8,16 +8,14 @@ import type { NatsConnection } from '../nats';
 import type { ObjectStore } from '../object-store';
 import type { Rpc } from '../rpc';
 import { type RunningService, runService } from '../service';
-import type { jobWorkerEnv } from './config';
+import type { JobWorkerEnv, JobWorkerSettings } from './config';
 import { serveInlineWork } from './inline';
-import { startJobWorker } from './job-worker';
+import { FETCH_EXPIRES_MS, startJobWorker } from './job-worker';
 import { hostResourceGate, type ResourceGate } from './resource-gate';
 import { PermanentJobError, type ProcessJob, type WorkOf } from './types';
 
-type JobWorkerEnv = z.output<z.ZodObject<ReturnType<typeof jobWorkerEnv>>>;
-
+/** What a worker service gets besides its settings: its connections, logger and metrics. */
 export interface PipelineWorkerDependencies {
-  config: JobWorkerEnv;
   nats: NatsConnection;
   topology: Topology;
   rpc: Rpc;
@@ -32,6 +30,7 @@ export interface PipelineWorkerDependencies {
  */
 export async function startPipelineWorker<P extends Pipeline>(
   dependencies: PipelineWorkerDependencies & {
+    settings: JobWorkerSettings;
     pipeline: P;
     /** Gets only this pipeline's work: another pipeline's job fails for good before it. */
     processJob: ProcessJob<P>;
@@ -39,7 +38,7 @@ export async function startPipelineWorker<P extends Pipeline>(
     resourceGate?: ResourceGate;
   },
 ): Promise<RunningService> {
-  const { config, pipeline } = dependencies;
+  const { settings, pipeline } = dependencies;
   const host = hostResourceGate();
   const own = dependencies.resourceGate;
   const resourceGate: ResourceGate = {
@@ -50,7 +49,7 @@ export async function startPipelineWorker<P extends Pipeline>(
     processJob: onlyPipeline(pipeline, dependencies.processJob),
     logger: dependencies.logger,
     metrics: dependencies.metrics,
-    tempDir: config.WORKER_TEMP_DIR,
+    tempDir: settings.tempDir,
   };
   const inline = INLINE_PIPELINES.has(pipeline)
     ? serveInlineWork({
@@ -58,7 +57,7 @@ export async function startPipelineWorker<P extends Pipeline>(
         nats: dependencies.nats,
         subject: dependencies.topology.subjects.inline[pipeline as 'image' | 'text'],
         queue: service,
-        concurrency: config.WORKER_INLINE_CONCURRENCY,
+        concurrency: settings.inlineConcurrency,
         resourceGate,
       })
     : undefined;
@@ -69,13 +68,13 @@ export async function startPipelineWorker<P extends Pipeline>(
     topology: dependencies.topology,
     consumer: service,
     workerName: `${service}/${hostname()}/${process.pid}`,
-    concurrency: config.WORKER_CONCURRENCY,
-    stopGraceMs: config.WORKER_STOP_GRACE_MS,
+    concurrency: settings.concurrency,
+    fetchExpiresMs: FETCH_EXPIRES_MS,
     resourceGate,
   });
   return {
     async stop() {
-      await Promise.all([queued.stop(), inline?.stop()]);
+      await Promise.all([queued.stop({ graceMs: settings.stopGraceMs }), inline?.stop()]);
     },
   };
 }
@@ -91,15 +90,16 @@ function onlyPipeline<P extends Pipeline>(pipeline: P, processJob: ProcessJob<P>
 
 type WorkerServiceEnv = ServiceEnv & NatsEnv & S3Env & JobWorkerEnv;
 
-/** The whole `main.ts` of a worker service: connect, open storage, start. */
+/** The whole `main.ts` of a worker service: connect, open storage, start with its settings. */
 export async function runPipelineWorker<
   Schema extends z.ZodType<WorkerServiceEnv, unknown>,
+  Settings,
 >(options: {
   pipeline: Pipeline;
   configSchema: Schema;
-  start(
-    dependencies: Omit<PipelineWorkerDependencies, 'config'> & { config: z.output<Schema> },
-  ): Promise<RunningService>;
+  /** The service's `<service>SettingsFrom` (its config.ts). */
+  settingsFrom(config: z.output<Schema>): Settings;
+  start(dependencies: PipelineWorkerDependencies & { settings: Settings }): Promise<RunningService>;
 }): Promise<void> {
   await runService({
     name: WORKER_SERVICES[options.pipeline],
@@ -107,7 +107,7 @@ export async function runPipelineWorker<
     async start({ config, logger, metrics, connectNats, openObjectStore }) {
       const { nats, topology, rpc } = await connectNats(config);
       return options.start({
-        config,
+        settings: options.settingsFrom(config),
         nats,
         topology,
         rpc,

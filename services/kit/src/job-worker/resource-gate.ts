@@ -18,18 +18,30 @@ export interface ResourceGate {
 }
 
 export interface ResourceGateOptions {
-  /** CPU pressure ("some avg10", percent) above which no further job starts. Default 80. */
+  /** CPU pressure ("some avg10", percent) above which no further job starts. */
   cpuPressureLimit?: number;
-  /** Memory in use (fraction of the limit) above which no further job starts. Default 0.85. */
+  /** Memory in use (fraction of the limit) above which no further job starts. */
   memoryUseLimit?: number;
   /** For tests: where /proc and /sys are. */
   root?: string;
 }
 
+/**
+ * The limits of every worker (docs/load-and-faults.md, "Admission by CPU and memory"): design
+ * constants, not settings; a pipeline with its own measure of room adds its own gate (the image
+ * worker's memory budget). Tests pass other limits and a fake /proc.
+ */
+const HOST_LIMITS = { root: '', cpuPressureLimit: 80, memoryUseLimit: 0.85 };
+
 export function hostResourceGate(options: ResourceGateOptions = {}): ResourceGate {
-  const root = options.root ?? '';
-  const cpuLimit = options.cpuPressureLimit ?? 80;
-  const memoryLimit = options.memoryUseLimit ?? 0.85;
+  const {
+    root,
+    cpuPressureLimit: cpuLimit,
+    memoryUseLimit: memoryLimit,
+  } = {
+    ...HOST_LIMITS,
+    ...options,
+  };
   return {
     blockedBy() {
       const pressure = cpuPressure(root);

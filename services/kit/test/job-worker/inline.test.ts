@@ -36,6 +36,7 @@ beforeAll(async () => {
     processJob: (work, context) => processJob(work, context),
     logger,
     metrics: new Registry(),
+    concurrency: 4,
     tempDir: join(tmpdir(), `tamp-inline-test-${infrastructure.id}`),
   });
   await nats.flush();

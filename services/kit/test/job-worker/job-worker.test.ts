@@ -7,7 +7,7 @@ import { nanos } from '@nats-io/nats-core';
 import { createTopology, type JobWorkMessage } from '@tamp/proto';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import { JobServiceDouble } from '../../../../test/support/job-service-double';
 import { type JobWorker, startJobWorker } from '../../src/job-worker/job-worker';
@@ -118,12 +118,14 @@ async function consumerState(name: 'worker-text' | 'worker-audio') {
  * few seconds is still far inside the 30 s lease that would otherwise release a message.
  */
 async function settledConsumer(name: 'worker-text' | 'worker-audio') {
-  for (let check = 0; check < 50; check++) {
-    const state = await consumerState(name);
-    if (state.num_ack_pending === 0) return state;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return consumerState(name);
+  return vi.waitFor(
+    async () => {
+      const state = await consumerState(name);
+      expect(state.num_ack_pending).toBe(0);
+      return state;
+    },
+    { timeout: 10_000, interval: 100 },
+  );
 }
 
 /** The double's job once it reached `status`. */
@@ -238,10 +240,10 @@ describe('startJobWorker', () => {
   it('rejects a message that is not a job (terminated, never retried)', async () => {
     worker = await start(succeed);
     await jetstream(nats).publish(topology.subjects.jobs.text, '{"hello":"world"}');
-    for (let check = 0; check < 50; check++) {
-      if ((await consumerState('worker-text')).num_pending === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await vi.waitFor(async () => expect((await consumerState('worker-text')).num_pending).toBe(0), {
+      timeout: 10_000,
+      interval: 100,
+    });
     await stopWorker();
     const state = await settledConsumer('worker-text');
     expect(state.num_pending).toBe(0);

@@ -24,17 +24,20 @@ import type { DeploymentObservation, PoolEvent } from '../domain/plan';
 import { WORKER_POOL_API, type WorkerPool, type WorkerPoolStatus } from '../domain/worker-pool';
 
 /**
- * The kubeconfig named by KUBECONFIG, or the pod's service account inside a cluster. Never
- * ~/.kube/config: an operator started on a developer's machine must not scale whatever cluster
- * that file points at.
+ * The kubeconfig in `path` (KUBECONFIG) or, without one, the pod's service account when the
+ * process runs in a cluster. Never ~/.kube/config: an operator started on a developer's machine
+ * must not scale whatever cluster that file points at.
  */
-export function loadKubeConfig(path: string | undefined): KubeConfig | undefined {
+export function loadKubeConfig(
+  path: string | undefined,
+  inCluster = false,
+): KubeConfig | undefined {
   const config = new KubeConfig();
   if (path !== undefined) {
     config.loadFromFile(path);
     return config;
   }
-  if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
+  if (inCluster) {
     config.loadFromCluster();
     return config;
   }

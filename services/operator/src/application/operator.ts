@@ -18,6 +18,8 @@ export interface OperatorOptions {
   concurrency: number;
   metrics: OperatorMetrics;
   logger: Logger;
+  /** The reconcilers' clock (see ReconcilerDependencies.clock); the system clock when absent. */
+  clock?: () => Date;
 }
 
 /**
@@ -59,6 +61,7 @@ export class Operator {
       identity: election.identity,
       metrics,
       logger,
+      clock: options.clock,
     });
   }
 

@@ -17,6 +17,11 @@ export interface ReconcilerDependencies {
   identity: string;
   metrics: OperatorMetrics;
   logger: Logger;
+  /**
+   * The time plans are made at (stabilization windows, recommendation and condition times); the
+   * system clock when absent. Tests pass one to move through a window without waiting it out.
+   */
+  clock?: () => Date;
 }
 
 export interface ReconcileOutcome {
@@ -41,7 +46,7 @@ export class Reconciler {
     }
     const logger = this.deps.logger.child({ workerpool: name });
     const backlog = await this.deps.backlog.read(pool.spec.pipeline);
-    const now = new Date();
+    const now = this.deps.clock?.() ?? new Date();
     let plan = planReconcile({ pool, deployment: this.cachedDeployment(pool), backlog, now });
     if (plan.scaleTo !== undefined) {
       plan = await this.confirmWithLiveReplicas(pool, backlog, plan, now);

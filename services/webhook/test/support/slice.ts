@@ -25,6 +25,7 @@ import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../../test/support/infrastructure';
 import { AttemptRepository } from '../../src/adapters/attempt-repository';
 import { DeliveryRepository } from '../../src/adapters/delivery-repository';
+import { configSchema, type WebhookSettings, webhookSettingsFrom } from '../../src/config';
 import {
   startWebhookService,
   type WebhookService,
@@ -57,7 +58,11 @@ export interface Slice {
   /** The job service double's finished jobs: the event each published, by job id. */
   jobEvents: Map<string, JobEvent>;
   /** Starts a webhook service instance on this slice (several may run one after another). */
-  startService(overrides?: Partial<WebhookServiceOptions>): Promise<{
+  startService(
+    overrides?: Partial<Omit<WebhookServiceOptions, 'settings'>> & {
+      settings?: Partial<WebhookSettings>;
+    },
+  ): Promise<{
     service: WebhookService;
     metrics: Registry;
   }>;
@@ -137,7 +142,7 @@ export async function startSlice(defaults: {
       await billing.flush();
     },
     jobEvents,
-    async startService(overrides = {}) {
+    async startService({ settings, ...overrides } = {}) {
       const connection = await nats('webhook');
       const metrics = new Registry();
       const service = await startWebhookService({
@@ -145,10 +150,14 @@ export async function startSlice(defaults: {
         topology,
         rpc: new Rpc(connection, topology, logger),
         db,
-        policy: defaults.policy,
-        retryScheduleMs: defaults.retryScheduleMs,
-        timeoutMs: defaults.timeoutMs ?? 2_000,
-        pollIntervalMs: 25,
+        settings: {
+          ...webhookSettingsFrom(configSchema.parse(infrastructure.serviceEnv)),
+          targetPolicy: defaults.policy,
+          retryScheduleMs: defaults.retryScheduleMs,
+          timeoutMs: defaults.timeoutMs ?? 2_000,
+          pollIntervalMs: 25,
+          ...settings,
+        },
         logger,
         metrics,
         ...overrides,
@@ -246,8 +255,4 @@ export async function waitFor<T>(
     if (Date.now() > giveUpAt) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,7 +1,7 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { type ImageFormat, type ImageOperation, InvalidChainError } from '@tamp/proto';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../../test/support/fixtures';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import { MemoryBudget } from '../domain/memory-budget';
@@ -570,15 +570,13 @@ describe('memory budget', () => {
       memory: budget,
       signal: controller.signal,
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(budget.waitingCount).toBe(1);
+    await vi.waitFor(() => expect(budget.waitingCount).toBe(1), { timeout: 10_000 });
     controller.abort(new Error('inline processing timed out'));
     await expect(waiting).rejects.toThrow('inline processing timed out');
     expect(await exists(outputPath)).toBe(false);
 
     const queued = run(large, [encode('webp', 80)], { memory: budget });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(budget.waitingCount).toBe(1);
+    await vi.waitFor(() => expect(budget.waitingCount).toBe(1), { timeout: 10_000 });
     holder();
     const { metadata } = await queued;
     expect(metadata.format).toBe('webp');

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import type { TextOperation } from '@tamp/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { largeDocument } from '../../test/support/large-document';
 import {
   generateCharacterSoup,
@@ -77,8 +77,10 @@ describe('text pipeline pool', () => {
     );
     try {
       expect(threads).toHaveLength(1);
-      const exited = once(threads[0]!, 'exit');
+      const thread = threads[0]!;
+      const exited = once(thread, 'exit');
       const controller = new AbortController();
+      const idle = thread.performance.eventLoopUtilization();
       // Several seconds of work: still running when the abort comes.
       const running = single.run(
         largeDocument(5_000_000),
@@ -88,7 +90,12 @@ describe('text pipeline pool', () => {
         ],
         controller.signal,
       );
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The abort must find the job in the thread: wait until the thread has been busy (its
+      // event loop, idle before, active for 100 ms since the job was sent).
+      await vi.waitFor(
+        () => expect(thread.performance.eventLoopUtilization(idle).active).toBeGreaterThan(100),
+        { timeout: 10_000, interval: 20 },
+      );
       controller.abort(new Error('inline processing timed out'));
       await expect(running).rejects.toMatchObject({ name: 'AbortError' });
       // Without termination the thread would finish the job and then idle on: no exit.
