@@ -42,6 +42,13 @@ type Handling<Schema extends z.ZodType> =
        */
       handleBatch(messages: z.output<Schema>[]): Promise<StreamVerdict[]>;
       maxBatch: number;
+      /**
+       * How long a batch's first message waits for others before the batch is handled (0, the
+       * default: not at all). For handlers whose write nobody waits on, so that a steady stream
+       * is written one bulk operation a window rather than one per message; acknowledgements
+       * wait as long, far inside the consumer's ack wait.
+       */
+      lingerMs?: number;
       handle?: undefined;
     };
 
@@ -69,6 +76,7 @@ export async function consumeStream<Schema extends z.ZodType>(
       ? async (bodies) => [await options.handle(bodies[0]!)]
       : options.handleBatch.bind(options);
   const maxBatch = options.handleBatch === undefined ? 1 : Math.max(1, options.maxBatch);
+  const lingerMs = options.handleBatch === undefined ? 0 : (options.lingerMs ?? 0);
 
   /** Parses each message (terminating what does not parse), handles the rest, settles each. */
   async function process(batch: JsMsg[]): Promise<void> {
@@ -114,15 +122,35 @@ export async function consumeStream<Schema extends z.ZodType>(
     );
   }
 
-  /** The next message, then whatever else has already arrived, up to `maxBatch`. */
+  /** A `next()` that outlived a linger: the next batch starts with it. */
+  let carried: Promise<IteratorResult<JsMsg>> | undefined;
+  const take = (iterator: AsyncIterator<JsMsg>) => {
+    const next = carried ?? iterator.next();
+    carried = undefined;
+    return next;
+  };
+
+  /**
+   * The next message, then whatever else has already arrived or arrives within `lingerMs` of it,
+   * up to `maxBatch`.
+   */
   async function nextBatch(iterator: AsyncIterator<JsMsg>): Promise<JsMsg[] | null> {
-    const first = await iterator.next();
+    const first = await take(iterator);
     if (first.done) return null;
     const batch = [first.value];
-    while (batch.length < maxBatch && messages.getPending() > 0) {
-      const next = await iterator.next();
-      if (next.done) break;
-      batch.push(next.value);
+    const lingerEnds = Date.now() + lingerMs;
+    while (batch.length < maxBatch) {
+      const leftMs = lingerEnds - Date.now();
+      if (messages.getPending() === 0 && leftMs <= 0) break;
+      const next = take(iterator);
+      const arrived =
+        messages.getPending() > 0 ? await next : await Promise.race([next, elapsed(leftMs)]);
+      if (arrived === 'elapsed') {
+        carried = next;
+        break;
+      }
+      if (arrived.done) break;
+      batch.push(arrived.value);
     }
     return batch;
   }
@@ -141,4 +169,9 @@ export async function consumeStream<Schema extends z.ZodType>(
       await consuming;
     },
   };
+}
+
+/** Resolves with 'elapsed' after `ms`, without keeping the process alive for it. */
+function elapsed(ms: number): Promise<'elapsed'> {
+  return new Promise((resolve) => setTimeout(() => resolve('elapsed'), ms).unref());
 }
