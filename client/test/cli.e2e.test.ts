@@ -5,12 +5,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { creditsFor, type MixedFile, writeMixedFolder } from '@tamp/scripts/fixtures/mixed-folder';
+import { freePort } from '@tamp/scripts/infra/launcher';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/infra/launcher';
 import { startTestStack, type TestAccount, type TestStack } from '../../test/support/stack';
 import { STATE_FILE, type StateEntry } from '../src/cli/compress/state';
 import { InsufficientCreditsError, Tamp } from '../src/index';
-import { creditsFor, type MixedFile, writeMixedFolder } from './mixed-folder';
 import { TmuxTerminal } from './terminal';
 
 /**

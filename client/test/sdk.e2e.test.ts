@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { creditCost, describePresets, PIPELINE_DEFINITIONS } from '@tamp/proto';
+import { photo, speechWav } from '@tamp/scripts/fixtures/media';
+import { freePort } from '@tamp/scripts/infra/launcher';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/infra/launcher';
-import { photo, speechWav } from '../../test/support/media';
 import { startTestStack, type TestAccount, type TestStack } from '../../test/support/stack';
 import {
   type CompressProgress,

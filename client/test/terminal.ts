@@ -2,7 +2,7 @@ import { execFile as execFileCallback } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { toolPath } from '../../scripts/infra/provision';
+import { toolPath } from '@tamp/scripts/infra/provision';
 
 const execFile = promisify(execFileCallback);
 

@@ -86,7 +86,11 @@ async function requestJson<Data = unknown>(
 /** Fresh servers in a temp folder and every service, as `npm start` runs them, for one benchmark. */
 export async function startBenchStack(options: {
   name: string;
-  toolsProfile: 'stack' | 'test';
+  /**
+   * What the script itself runs besides the stack (profiles or tools, see provisionTools): the
+   * `stack` profile holds only what the servers and services run, so a script asks for the rest.
+   */
+  tools?: readonly string[];
   log: (message: string) => void;
   /** How the services run (see startServices); memory is measured on the bundle. */
   runtime?: 'source' | 'bundle';
@@ -102,7 +106,7 @@ export async function startBenchStack(options: {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    await provisionTools(options.toolsProfile, options.log);
+    await provisionTools(['stack', ...(options.tools ?? [])], options.log);
     infrastructure = await launchInfrastructure({ dataDir, env: {} });
     const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
     const adminToken = randomBytes(16).toString('hex');

@@ -17,8 +17,8 @@ import { basename, join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { type Pipeline, TERMINAL_STATUSES, UPLOAD_FIELD_BY_PIPELINE } from '@tamp/proto';
 import { pipelineFor } from '../../client/src/client';
-import { writeMixedFolder } from '../../client/test/mixed-folder';
-import { PROJECT_ROOT } from '../infra/provision';
+import { writeMixedFolder } from '../fixtures/mixed-folder';
+import { PROJECT_ROOT, provisionTools, toolPath } from '../infra/provision';
 import { type BenchStack, startBenchStack } from './bench-stack';
 
 const execFile = promisify(execFileCallback);
@@ -26,14 +26,19 @@ const { values } = parseArgs({ options: { files: { type: 'string', default: '20'
 const count = Number(values.files);
 const log = (message: string) => console.error(`[cli-vs-curl] ${message}`);
 
+// The mixed folder's speech (and its MP3s), and curl: needed whoever runs the stack.
+const tools = ['speech', 'curl'];
 let stack: BenchStack | undefined;
 let baseUrl = process.env.TAMP_BASE_URL;
 let apiKey = process.env.TAMP_API_KEY;
 if (baseUrl === undefined || apiKey === undefined) {
-  stack = await startBenchStack({ name: 'cli-vs-curl', toolsProfile: 'test', log });
+  stack = await startBenchStack({ name: 'cli-vs-curl', tools, log });
   baseUrl = stack.publicUrl;
   apiKey = stack.apiKey;
+} else {
+  await provisionTools(tools, log);
 }
+const curlBinary = toolPath('curl');
 const scratch = await mkdtemp(join(tmpdir(), 'tamp-cli-vs-curl-'));
 try {
   const folder = join(scratch, 'media');
@@ -85,7 +90,7 @@ function seconds(ms: number): string {
 async function compressWithCurl(path: string, out: string, base: string, key: string) {
   const auth = ['-H', `Authorization: Bearer ${key}`];
   const json = async (args: string[]) => {
-    const { stdout } = await execFile('curl', ['-sS', ...auth, ...args]);
+    const { stdout } = await execFile(curlBinary, ['-sS', ...auth, ...args]);
     const parsed = JSON.parse(stdout) as { success: boolean; data: Record<string, unknown> };
     if (!parsed.success) throw new Error(`${args.join(' ')}: ${stdout}`);
     return parsed.data;
@@ -100,7 +105,7 @@ async function compressWithCurl(path: string, out: string, base: string, key: st
     '-d',
     JSON.stringify({ filename: basename(path), size: (await stat(path)).size }),
   ]);
-  await execFile('curl', [
+  await execFile(curlBinary, [
     '-sS',
     '--fail',
     '-X',
@@ -128,7 +133,7 @@ async function compressWithCurl(path: string, out: string, base: string, key: st
     throw new Error(`${path}: job ${String(job.id)} ended ${String(job.status)}`);
   }
   const name = basename(new URL(result.outputUrl).pathname);
-  await execFile('curl', [
+  await execFile(curlBinary, [
     '-sS',
     '--fail',
     '--create-dirs',

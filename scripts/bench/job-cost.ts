@@ -25,7 +25,13 @@ import { parseArgs } from 'node:util';
 import { stopProcess } from '../infra/launcher';
 import { runInlineLoop, runQueuedBurst, type SaturationRun } from '../load/capacity';
 import { summarizeOutcomes, table } from '../load/report';
-import { JOB_KIND_NAMES, type JobKind, type JobKindName, prepareWorkload } from '../load/workload';
+import {
+  JOB_KIND_NAMES,
+  type JobKind,
+  type JobKindName,
+  prepareWorkload,
+  workloadTools,
+} from '../load/workload';
 import { type BareRate, measureBareWork } from './bare-work';
 import { type BenchStack, startBenchStack } from './bench-stack';
 import { cpuSecondsOf, cpuUsedBetween, stackCpuSeconds } from './process-cpu';
@@ -356,7 +362,11 @@ async function prepareLoads(
 async function main(): Promise<void> {
   const options = parseOptions();
   const loadAtStart = loadavg()[0]!;
-  const stack = await startBenchStack({ name: 'job-cost', toolsProfile: 'stack', log });
+  const stack = await startBenchStack({
+    name: 'job-cost',
+    tools: workloadTools(options.kinds),
+    log,
+  });
   try {
     const loads = await prepareLoads(stack, options.kinds, options.scale);
     const bare = new Map<MeasuredKind, BareRate | null>();

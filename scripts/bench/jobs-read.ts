@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   let stack: BenchStack | undefined;
   let bare: ChildProcess | undefined;
   try {
-    stack = await startBenchStack({ name: 'jobs-read', toolsProfile: 'stack', log });
+    stack = await startBenchStack({ name: 'jobs-read', log });
     const read = await completedJobRead(stack);
     log(`job ${read.jobId}: ${read.body.length} bytes of JSON`);
     const bareRead = await startBareJobRead(read);

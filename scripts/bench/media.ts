@@ -21,9 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
-import { photo } from '../../test/support/media';
+import { photo } from '../fixtures/media';
+import { generateLongWav } from '../fixtures/speech';
 import { toolPath } from '../infra/provision';
 import { type BenchStack, dataOf, startBenchStack, uploadBytes } from './bench-stack';
 
@@ -47,8 +47,8 @@ async function main(): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'tamp-bench-media-audio-'));
   let stack: BenchStack | undefined;
   try {
-    // The test tools include espeak-ng for the speech input.
-    stack = await startBenchStack({ name: 'media', toolsProfile: 'test', log });
+    // The audio input is speech made here.
+    stack = await startBenchStack({ name: 'media', tools: ['speech'], log });
     const { apiKey } = stack;
     const bench = stack;
     const call = async <Data>(method: string, path: string, body?: unknown) =>

@@ -58,8 +58,8 @@ export async function startTampCluster(options: {
   const log = options.log ?? (() => {});
   const dataDir = resolve(options.dataDir);
   await mkdir(dataDir, { recursive: true });
-  await provisionTools('kubernetes-node', log);
-  await provisionTools('test', log);
+  // The node's binaries and Helm; the image builders provision the tools they run themselves.
+  await provisionTools(['kubernetes-node', 'helm'], log);
   const tag = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8'))
     .version as string;
 

@@ -67,17 +67,40 @@ export function toolPath(name: ToolName): string {
 type Log = (message: string) => void;
 
 /**
- * Installs the tools of a profile into `.tools/bin`, idempotently: Debian packages through apt
- * (linked into the folder), Go tools built from source at their pinned module version. A tool
- * already present at its pinned version is left alone, so a warm run costs milliseconds.
+ * The tools that profiles and tool names stand for, each once. Both are accepted so that a script
+ * asks for exactly what it runs: a profile for a whole use (`stack`, `speech`), a name for the
+ * odd tool beside it; a profile that merely contains what a script needs would also install, or
+ * build, what it does not.
+ */
+function toolsFor(tools: ToolsFile, wanted: readonly string[]): ToolName[] {
+  const known = new Set<ToolName>([
+    ...Object.keys(tools.debian),
+    ...Object.keys(tools.libraries),
+    ...Object.keys(tools.go),
+    ...Object.values(tools.goWrapped).flatMap((group) => Object.keys(group.binaries)),
+  ]);
+  const names = new Set<ToolName>();
+  for (const name of wanted) {
+    const profile = tools.profiles[name];
+    if (profile !== undefined) for (const tool of profile) names.add(tool);
+    else if (known.has(name)) names.add(name);
+    else throw new Error(`unknown tools profile or tool ${name}`);
+  }
+  return [...names];
+}
+
+/**
+ * Installs tools into `.tools/bin`, idempotently: Debian packages through apt (linked into the
+ * folder), Go tools built from source at their pinned module version. A tool already present at
+ * its pinned version is left alone, so a warm run costs milliseconds. `wanted` names profiles of
+ * tools.json and single tools (see toolsFor).
  */
 export async function provisionTools(
-  profile: string,
+  wanted: string | readonly string[],
   log: Log = (message) => console.error(message),
 ): Promise<void> {
   const tools = await readToolsFile();
-  const names = tools.profiles[profile];
-  if (names === undefined) throw new Error(`unknown tools profile ${profile}`);
+  const names = toolsFor(tools, typeof wanted === 'string' ? [wanted] : wanted);
   await mkdir(TOOLS_BIN, { recursive: true });
 
   const debianTools = names.filter((name) => tools.debian[name] !== undefined);

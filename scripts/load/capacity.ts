@@ -21,7 +21,13 @@ import {
   type FinishedJob,
   runTraffic,
 } from './traffic';
-import { JOB_KIND_NAMES, type JobKind, type JobKindName, prepareWorkload } from './workload';
+import {
+  JOB_KIND_NAMES,
+  type JobKind,
+  type JobKindName,
+  prepareWorkload,
+  workloadTools,
+} from './workload';
 
 /** Jobs per burst at scale 1: enough for a steady drain rate, few enough to finish in minutes. */
 const BURST: Record<JobKindName, number> = {
@@ -124,7 +130,7 @@ async function main(): Promise<void> {
   const names = values.kinds.split(',') as JobKindName[];
   const scale = Number(values.scale);
   const log = (message: string) => process.stderr.write(`${message}\n`);
-  const stack = await startBenchStack({ name: 'capacity', toolsProfile: 'stack', log });
+  const stack = await startBenchStack({ name: 'capacity', tools: workloadTools(names), log });
   try {
     const kinds = await prepareWorkload(stack, stack.apiKey, names);
     const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };

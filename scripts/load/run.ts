@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { startBenchStack } from '../bench/bench-stack';
 import { FAULTS, type FaultName } from './faults';
 import { formatReport, runScenario } from './scenario';
-import { JOB_KIND_NAMES, type JobKindName } from './workload';
+import { JOB_KIND_NAMES, type JobKindName, workloadTools } from './workload';
 
 const { values } = parseArgs({
   options: {
@@ -30,15 +30,16 @@ const faults: FaultName[] =
     : values.faults === 'none'
       ? []
       : (values.faults.split(',') as FaultName[]);
+const kinds = values.kinds.split(',') as JobKindName[];
 const log = (message: string) => process.stderr.write(`${new Date().toISOString()} ${message}\n`);
-const stack = await startBenchStack({ name: 'load', toolsProfile: 'stack', log });
+const stack = await startBenchStack({ name: 'load', tools: workloadTools(kinds), log });
 try {
   const report = await runScenario(stack, {
     burst: { keys: Number(values.keys), duplicates: 5 },
     stream: {
       ratePerSecond: Number(values.rate),
       durationMs: Number(values.minutes) * 60_000,
-      kinds: values.kinds.split(',') as JobKindName[],
+      kinds,
     },
     faults,
     drainMs: 20 * 60_000,

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { creditCost, type Pipeline } from '@tamp/proto';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
-import { photo } from '../../test/support/media';
 import { type ApiClient, uploadBytes } from '../bench/bench-stack';
+import { photo } from '../fixtures/media';
+import { generateLongWav } from '../fixtures/speech';
 
 /**
  * One kind of job a load run creates: its endpoint and body, whether the contract answers it
@@ -34,6 +34,19 @@ export const JOB_KIND_NAMES = [
   'audio-20s',
 ] as const;
 export type JobKindName = (typeof JOB_KIND_NAMES)[number];
+
+/** The audio kinds, and the seconds of generated speech each uploads. */
+const SPEECH_SECONDS = { 'audio-1s': 1, 'audio-3s': 3, 'audio-20s': 20 } as const satisfies Partial<
+  Record<JobKindName, number>
+>;
+
+/**
+ * What making these kinds' inputs runs besides Node (tools profiles, see provisionTools): the
+ * audio kinds speak their input with espeak-ng, which the stack itself never runs.
+ */
+export function workloadTools(names: readonly string[]): string[] {
+  return names.some((name) => name in SPEECH_SECONDS) ? ['speech'] : [];
+}
 
 /** A paragraph of prose repeated to a size: trim has real work to do, the result is checkable. */
 export function prose(bytes: number): string {
@@ -93,11 +106,7 @@ export async function prepareWorkload(
       input: bytes,
     });
   }
-  for (const [name, seconds] of [
-    ['audio-1s', 1],
-    ['audio-3s', 3],
-    ['audio-20s', 20],
-  ] as const) {
+  for (const [name, seconds] of Object.entries(SPEECH_SECONDS) as [JobKindName, number][]) {
     if (!wanted.has(name)) continue;
     const bytes = await speechSeconds(seconds);
     const audioId = await uploadBytes(client, apiKey, `${name}.wav`, bytes);

@@ -8,13 +8,15 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
-import { SPEC_PRESET_CHAINS } from '../../services/worker-audio/test/support/operation-builders';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
+import { SPEC_PRESET_CHAINS } from '../fixtures/audio-operations';
+import { generateLongWav } from '../fixtures/speech';
+import { provisionTools, toolPath } from '../infra/provision';
 
 const seconds = Number(process.argv[2] ?? 567);
 const presetName = process.argv[3] ?? 'aggressive';
 const chain = SPEC_PRESET_CHAINS[presetName];
 if (!chain) throw new Error(`unknown preset ${presetName}`);
+await provisionTools(['speech', 'time']);
 
 const dir = await mkdtemp(join(tmpdir(), 'tamp-audio-rss-'));
 try {
@@ -25,7 +27,7 @@ try {
   const ffmpeg = process.env.FFMPEG_PATH ?? 'ffmpeg';
   await writeFile(
     wrapper,
-    `#!/bin/sh\nexec /usr/bin/time -a -o '${rssLog}' -f '%M' '${ffmpeg}' "$@"\n`,
+    `#!/bin/sh\nexec '${toolPath('time')}' -a -o '${rssLog}' -f '%M' '${ffmpeg}' "$@"\n`,
   );
   await chmod(wrapper, 0o755);
 

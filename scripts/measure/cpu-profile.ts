@@ -21,7 +21,13 @@ import { type BenchStack, startBenchStack } from '../bench/bench-stack';
 import { PROJECT_ROOT } from '../infra/provision';
 import { runInlineLoop, runQueuedBurst } from '../load/capacity';
 import { table } from '../load/report';
-import { JOB_KIND_NAMES, type JobKind, type JobKindName, prepareWorkload } from '../load/workload';
+import {
+  JOB_KIND_NAMES,
+  type JobKind,
+  type JobKindName,
+  prepareWorkload,
+  workloadTools,
+} from '../load/workload';
 
 interface ProfileNode {
   id: number;
@@ -82,7 +88,7 @@ async function main(): Promise<void> {
   const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
   const stack = await startBenchStack({
     name: 'cpu-profile',
-    toolsProfile: 'stack',
+    tools: workloadTools([kindName]),
     log,
     env: {
       NODE_OPTIONS: `--import ${join(PROJECT_ROOT, 'scripts/measure/cpu-profiler.mjs')}`,

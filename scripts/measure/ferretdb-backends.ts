@@ -111,7 +111,8 @@ async function atomicity(url: string, backend: string): Promise<Record<string, s
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
-await provisionTools('stack', log);
+// Only the MongoDB-wire server: the stack's profile would also build MinIO, never started here.
+await provisionTools(['ferretdb', 'postgres', 'initdb'], log);
 const dataDir = await mkdtemp(join(tmpdir(), 'tamp-ferretdb-backends-'));
 const sqlite = await startSqliteFerretDb(join(dataDir, 'sqlite'));
 const postgres = await launchInfrastructure({

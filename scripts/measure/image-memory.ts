@@ -34,7 +34,8 @@ import {
   type EncoderMemoryClass,
   encoderMemoryClass,
 } from '../../services/worker-image/src/domain/memory-model';
-import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
+import { ImageFixtures } from '../fixtures/images';
+import { provisionTools } from '../infra/provision';
 
 const run = promisify(execFile);
 
@@ -132,6 +133,9 @@ async function main(): Promise<void> {
     return;
   }
 
+  // The worker runs on jemalloc, and sharp on glibc drops to one thread: figures measured without
+  // it would not be the worker's.
+  await provisionTools(['jemalloc']);
   const { LD_PRELOAD } = recommendedImageWorkerEnv();
   const env = { ...process.env, ...(existsSync(LD_PRELOAD) && { LD_PRELOAD }) };
   const width = Number(values.width);

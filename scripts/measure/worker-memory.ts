@@ -22,9 +22,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import sharp from 'sharp';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
-import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
 import { type ApiClient, uploadBytes } from '../bench/bench-stack';
+import { ImageFixtures } from '../fixtures/images';
+import { generateLongWav } from '../fixtures/speech';
 
 // ---------------------------------------------------------------------------------------------
 // /proc sampling
@@ -529,7 +529,8 @@ async function main() {
   };
   const stack = await startBenchStack({
     name: 'memory',
-    toolsProfile: 'stack',
+    // The long WAV is speech made here.
+    tools: ['speech'],
     // Measured as deployed: plain node on the built bundle, not the sources through tsx.
     runtime: process.argv.includes('--source') ? 'source' : 'bundle',
     log: (line) => console.log(line),

@@ -3,11 +3,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { tinyPng } from '@tamp/scripts/fixtures/media';
 import type { Browser, BrowserContext, Cookie, Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../../services/webhook/examples/verify-delivery';
-import { tinyPng } from '../support/media';
 import {
   finishedJob,
   startTestStack,

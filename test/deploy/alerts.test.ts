@@ -3,9 +3,9 @@ import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { PROJECT_ROOT, toolPath } from '@tamp/scripts/infra/provision';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { PROJECT_ROOT, toolPath } from '../../scripts/infra/provision';
 import { ofKind, render, valuesArgs } from './helm';
 
 const execFile = promisify(execFileCallback);

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../scripts/infra/provision';
+import { PROJECT_ROOT } from '@tamp/scripts/infra/provision';
 
 export const DASHBOARD_FILE = join(PROJECT_ROOT, 'charts/tamp/dashboards/tamp.json');
 

@@ -4,9 +4,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { PROJECT_ROOT, provisionTools, toolPath } from '@tamp/scripts/infra/provision';
+import tools from '@tamp/scripts/infra/tools.json';
 import { parseAllDocuments, stringify } from 'yaml';
-import { PROJECT_ROOT, provisionTools, toolPath } from '../../scripts/infra/provision';
-import tools from '../../scripts/infra/tools.json';
 
 const execFile = promisify(execFileCallback);
 

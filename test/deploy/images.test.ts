@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PROJECT_ROOT } from '@tamp/scripts/infra/provision';
+import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../scripts/infra/provision';
-import { SERVICE_NAMES } from '../../scripts/stack/services';
 import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapters/sharp-runtime';
 
 /**

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tinyPng } from '@tamp/scripts/fixtures/media';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tinyPng } from '../support/media';
 import {
   finishedJob,
   startTestStack,

@@ -1,5 +1,5 @@
+import { photo, speechWav, tinyPng } from '@tamp/scripts/fixtures/media';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { photo, speechWav, tinyPng } from '../support/media';
 import { rateLimitWindowWithRoom } from '../support/rate-limit-window';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 

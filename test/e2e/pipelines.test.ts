@@ -1,18 +1,18 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decode } from '@toon-format/toon';
-import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
+import { ImageFixtures } from '@tamp/scripts/fixtures/images';
+import { buildPdf } from '@tamp/scripts/fixtures/pdf';
 import {
   generateSpeechFixture,
   probeDurationSec,
   type SpeechFixture,
-} from '../../services/worker-audio/test/support/speech-fixture';
-import { ImageFixtures } from '../../services/worker-image/test/support/fixtures';
+} from '@tamp/scripts/fixtures/speech';
+import { decode } from '@toon-format/toon';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
 import { countTokens } from '../../services/worker-text/src/domain/tokens';
-import { buildPdf } from '../../services/worker-text/test/support/pdf-fixture';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 
 /**

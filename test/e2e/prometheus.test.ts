@@ -4,15 +4,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { photo, speechWav } from '@tamp/scripts/fixtures/media';
+import { freePort, httpOk, spawnOwned, stopProcess } from '@tamp/scripts/infra/processes';
+import { toolPath } from '@tamp/scripts/infra/provision';
+import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { freePort, httpOk, spawnOwned, stopProcess } from '../../scripts/infra/processes';
-import { toolPath } from '../../scripts/infra/provision';
-import { SERVICE_NAMES } from '../../scripts/stack/services';
 import { asPromQL, dashboardQueries, labelNames, metricNames } from '../deploy/dashboard';
 import { NAMESPACE, ofKind, RELEASE, render, valuesArgs } from '../deploy/helm';
 import { renderDashboardPicture } from '../support/dashboard-picture';
-import { photo, speechWav } from '../support/media';
 import {
   finishedJob,
   startTestStack,

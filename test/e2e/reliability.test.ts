@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { createTopology, storageKeys } from '@tamp/proto';
+import { speechWav } from '@tamp/scripts/fixtures/media';
+import { generateLongWav } from '@tamp/scripts/fixtures/speech';
 import { type Db, MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectNats, type NatsConnection, ObjectStore } from '../../services/kit/src';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
-import { speechWav } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 import { assertStaysTrue } from '../support/stays-true';
 

@@ -3,10 +3,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { speechWav, tinyPng } from '@tamp/scripts/fixtures/media';
+import { buildPdf } from '@tamp/scripts/fixtures/pdf';
+import { type RunningTraceCollector, startTraceCollector } from '@tamp/scripts/infra/launcher';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningTraceCollector, startTraceCollector } from '../../scripts/infra/launcher';
-import { buildPdf } from '../../services/worker-text/test/support/pdf-fixture';
-import { speechWav, tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 import {
   type CollectedSpan,

@@ -9,6 +9,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { tinyPng } from '@tamp/scripts/fixtures/media';
 import { type Db, MongoClient } from 'mongodb';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -16,7 +17,6 @@ import {
   type TampEvent,
   verifyTampDelivery,
 } from '../../services/webhook/examples/verify-delivery';
-import { tinyPng } from '../support/media';
 import { startTestStack, type TestAccount, type TestStack, uploadFile } from '../support/stack';
 import { assertStaysTrue } from '../support/stays-true';
 

@@ -1,4 +1,3 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   formatTable,
   type ImageJobFigures,
@@ -6,7 +5,8 @@ import {
   mb,
   measureImageJob,
   measureWorkerMemory,
-} from '../../scripts/measure/worker-memory';
+} from '@tamp/scripts/measure/worker-memory';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
 import {
   decoderMemoryClass,

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startControlPlane } from '@tamp/scripts/infra/kubernetes/control-plane';
+import { isAlive, pollUntil } from '@tamp/scripts/infra/kubernetes/processes';
 import { describe, expect, it } from 'vitest';
-import { startControlPlane } from '../../scripts/infra/kubernetes/control-plane';
-import { isAlive, pollUntil } from '../../scripts/infra/kubernetes/processes';
 import { useControlPlane } from '../support/kubernetes';
 
 interface Owned {

@@ -5,23 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { creditCost } from '@tamp/proto';
-import { MongoClient } from 'mongodb';
-import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   RELEASE,
   startTampCluster,
   TAMP_NAMESPACE,
   type TampCluster,
-} from '../../scripts/cluster/tamp-cluster';
-import { mountsUnder } from '../../scripts/infra/kubernetes/cluster';
-import { isAlive, pollUntil, sleep } from '../../scripts/infra/kubernetes/processes';
+} from '@tamp/scripts/cluster/tamp-cluster';
+import { photo, speechWav } from '@tamp/scripts/fixtures/media';
+import { generateLongWav, probeDurationSec } from '@tamp/scripts/fixtures/speech';
+import { mountsUnder } from '@tamp/scripts/infra/kubernetes/cluster';
+import { isAlive, pollUntil, sleep } from '@tamp/scripts/infra/kubernetes/processes';
+import { MongoClient } from 'mongodb';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../../services/webhook/examples/verify-delivery';
-import {
-  generateLongWav,
-  probeDurationSec,
-} from '../../services/worker-audio/test/support/speech-fixture';
-import { photo, speechWav } from '../support/media';
 
 const _execFile = promisify(execFileCallback);
 

@@ -1,7 +1,8 @@
+import { type BenchStack, startBenchStack } from '@tamp/scripts/bench/bench-stack';
+import { FAULTS } from '@tamp/scripts/load/faults';
+import { formatReport, runScenario, type ScenarioReport } from '@tamp/scripts/load/scenario';
+import { type JobKindName, workloadTools } from '@tamp/scripts/load/workload';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BenchStack, startBenchStack } from '../../scripts/bench/bench-stack';
-import { FAULTS } from '../../scripts/load/faults';
-import { formatReport, runScenario, type ScenarioReport } from '../../scripts/load/scenario';
 
 /**
  * The short form of the load-and-fault suite (the long form is scripts/load/run.ts): a stack
@@ -15,14 +16,26 @@ import { formatReport, runScenario, type ScenarioReport } from '../../scripts/lo
 let stack: BenchStack;
 let report: ScenarioReport;
 
+const STREAM_KINDS: JobKindName[] = [
+  'text-queued',
+  'text-inline',
+  'image-inline',
+  'image-avif',
+  'audio-3s',
+];
+
 beforeAll(async () => {
-  stack = await startBenchStack({ name: 'load-test', toolsProfile: 'test', log: () => {} });
+  stack = await startBenchStack({
+    name: 'load-test',
+    tools: workloadTools(STREAM_KINDS),
+    log: () => {},
+  });
   report = await runScenario(stack, {
     burst: { keys: 40, duplicates: 5 },
     stream: {
       ratePerSecond: 2,
       durationMs: FAULTS.length * 25_000,
-      kinds: ['text-queued', 'text-inline', 'image-inline', 'image-avif', 'audio-3s'],
+      kinds: STREAM_KINDS,
     },
     faults: FAULTS,
     drainMs: 8 * 60_000,

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { InfrastructureEndpoints } from '../../scripts/infra/launcher';
+import type { InfrastructureEndpoints } from '@tamp/scripts/infra/launcher';
 
 /** Pinned images for the containers path; the same servers the local path runs. */
 const IMAGES = {

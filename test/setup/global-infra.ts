@@ -1,13 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { launchInfrastructure, type RunningInfrastructure } from '@tamp/scripts/infra/launcher';
+import { provisionTools } from '@tamp/scripts/infra/provision';
 import type { TestProject } from 'vitest/node';
-import { launchInfrastructure, type RunningInfrastructure } from '../../scripts/infra/launcher';
-import { provisionTools } from '../../scripts/infra/provision';
 import { chooseInfrastructureMode, startContainers } from './containers';
 
 interface SharedInfrastructure {
-  endpoints: import('../../scripts/infra/launcher').InfrastructureEndpoints;
+  endpoints: import('@tamp/scripts/infra/launcher').InfrastructureEndpoints;
   toolsProvisioned: boolean;
   stop(): Promise<void>;
 }
@@ -72,7 +72,7 @@ async function startInfrastructure(): Promise<SharedInfrastructure> {
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    infrastructure: import('../../scripts/infra/launcher').InfrastructureEndpoints;
+    infrastructure: import('@tamp/scripts/infra/launcher').InfrastructureEndpoints;
     toolsProvisioned: boolean;
   }
 }

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
+import { bundledServiceEntry } from '@tamp/scripts/build/bundle';
+import { photo, speechWav } from '@tamp/scripts/fixtures/media';
+import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledServiceEntry } from '../../scripts/build/bundle';
-import { SERVICE_NAMES } from '../../scripts/stack/services';
-import { photo, speechWav } from '../support/media';
 import {
   finishedJob,
   startTestStack,

@@ -4,11 +4,11 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { uploadBytes } from '@tamp/scripts/bench/bench-stack';
+import { generateLongWav } from '@tamp/scripts/fixtures/speech';
+import { freePort } from '@tamp/scripts/infra/launcher';
+import { PROJECT_ROOT } from '@tamp/scripts/infra/provision';
 import { afterAll, describe, expect, it } from 'vitest';
-import { uploadBytes } from '../../scripts/bench/bench-stack';
-import { freePort } from '../../scripts/infra/launcher';
-import { PROJECT_ROOT } from '../../scripts/infra/provision';
-import { generateLongWav } from '../../services/worker-audio/test/support/speech-fixture';
 
 interface StackFile {
   publicUrl: string;

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
-import { apiRequest, kubectl } from '../../scripts/infra/kubernetes/api';
+import { apiRequest, kubectl } from '@tamp/scripts/infra/kubernetes/api';
 import {
   type RunningControlPlane,
   startControlPlane,
-} from '../../scripts/infra/kubernetes/control-plane';
+} from '@tamp/scripts/infra/kubernetes/control-plane';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface TestControlPlane {
   /** The running control plane (throws before `beforeAll` has run). */

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { freePort } from '../../scripts/infra/launcher';
+import { freePort } from '@tamp/scripts/infra/launcher';
 import {
   type RunningServices,
   type ServiceName,
   startServices,
-} from '../../scripts/stack/services';
+} from '@tamp/scripts/stack/services';
 import { isolatedInfrastructure } from './infrastructure';
 
 export interface ApiResponse<Data = unknown> {

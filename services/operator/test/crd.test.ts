@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PROJECT_ROOT } from '@tamp/scripts/infra/provision';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../../scripts/infra/provision';
 import { CHART_DIR, helm } from '../../../test/deploy/helm';
 import type { WorkerPool } from '../src/domain/worker-pool';
 import { OPERATOR_NAME, useOperatorWorld } from './harness';

@@ -11,12 +11,12 @@ import {
 } from '@nats-io/jetstream';
 import { connectNats, createLogger, type NatsConnection, provisionTopology } from '@tamp/kit';
 import { createTopology, type Pipeline, type Topology } from '@tamp/proto';
+import { pollUntil } from '@tamp/scripts/infra/kubernetes/processes';
+import { freePort, stopProcess, tcpOpen } from '@tamp/scripts/infra/processes';
+import { PROJECT_ROOT, toolPath } from '@tamp/scripts/infra/provision';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
-import { pollUntil } from '../../../scripts/infra/kubernetes/processes';
-import { freePort, stopProcess, tcpOpen } from '../../../scripts/infra/processes';
-import { PROJECT_ROOT, toolPath } from '../../../scripts/infra/provision';
 import { CHART_DIR, helm } from '../../../test/deploy/helm';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { type TestControlPlane, useControlPlane } from '../../../test/support/kubernetes';

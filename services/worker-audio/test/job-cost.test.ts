@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AudioPresetName, audioPipeline, expandPreset } from '@tamp/proto';
+import { generateLongWav } from '@tamp/scripts/fixtures/speech';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFfmpegRunner } from '../src/adapters/ffmpeg-runner';
 import { commandCpuMs, meanCpuCost, type ToolRun, timedTools } from './support/job-cost';
-import { generateLongWav } from './support/speech-fixture';
 
 /**
  * What one audio job costs in CPU (the worker and every ffmpeg/ffprobe it starts), against one

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { inlineWorkReply, type JobWorkMessage } from '@tamp/proto';
+import { ImageFixtures } from '@tamp/scripts/fixtures/images';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadWork, useWorkerHarness } from '../../../test/support/worker-harness';
 import { configSchema, workerImageSettingsFrom } from '../src/config';
 import { startWorkerImageService } from '../src/service';
-import { ImageFixtures } from './support/fixtures';
 
 let fixtures: ImageFixtures;
 beforeAll(async () => {

@@ -2,13 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PROJECT_ROOT, provisionTools, TOOLS_DIR, toolPath } from '@tamp/scripts/infra/provision';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import {
-  PROJECT_ROOT,
-  provisionTools,
-  TOOLS_DIR,
-  toolPath,
-} from '../../../scripts/infra/provision';
 
 /**
  * Real Chromium for the dashboard's end-to-end tests: Debian's `chromium` package (the `browser`

@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { op, SPEC_PRESET_CHAINS } from '@tamp/scripts/fixtures/audio-operations';
+import { generateSpeechFixture, type SpeechFixture } from '@tamp/scripts/fixtures/speech';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { op, SPEC_PRESET_CHAINS } from '../../test/support/operation-builders';
-import { generateSpeechFixture, type SpeechFixture } from '../../test/support/speech-fixture';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
 /** Output formats, bitrates and channel counts, and every spec preset end to end. */

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { op } from '@tamp/scripts/fixtures/audio-operations';
+import { generateSpeechFixture, type SpeechFixture } from '@tamp/scripts/fixtures/speech';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { op } from '../../test/support/operation-builders';
-import { generateSpeechFixture, type SpeechFixture } from '../../test/support/speech-fixture';
 import {
   AudioTooLongError,
   InvalidAudioInputError,

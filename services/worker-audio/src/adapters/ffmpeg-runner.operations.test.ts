@@ -2,13 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AudioOperation } from '@tamp/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { op } from '../../test/support/operation-builders';
+import { op } from '@tamp/scripts/fixtures/audio-operations';
 import {
   DEFAULT_SENTENCES,
   generateSpeechFixture,
   type SpeechFixture,
-} from '../../test/support/speech-fixture';
+} from '@tamp/scripts/fixtures/speech';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
 /** Each processing operation, measured on real speech with real ffmpeg. */

@@ -1,8 +1,8 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { type ImageFormat, type ImageOperation, InvalidChainError } from '@tamp/proto';
+import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '@tamp/scripts/fixtures/images';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EXIF_ARTIST, ImageFixtures, type SubjectBox } from '../../test/support/fixtures';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import { MemoryBudget } from '../domain/memory-budget';
 import type { ResizeParams } from '../domain/operations';

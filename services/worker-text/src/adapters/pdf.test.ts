@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildPdf } from '@tamp/scripts/fixtures/pdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildPdf } from '../../test/support/pdf-fixture';
 import { PdfTextExtractionError } from '../domain/errors';
 import { extractPdfText } from './pdf';
 

@@ -5,7 +5,7 @@
  * tests can check that code survives untouched.
  */
 
-import { type Random, seededRandom } from '../../../../test/support/seeded-random';
+import { type Random, seededRandom } from '@tamp/scripts/fixtures/seeded-random';
 
 export { type Random, seededRandom };
 
