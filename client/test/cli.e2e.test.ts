@@ -185,11 +185,18 @@ describe('tamp compress', () => {
     await expect(client.compress({ text: 'one more' }, { preset: 'chill' })).rejects.toBeInstanceOf(
       InsufficientCreditsError,
     );
-    const usage = await client.usage();
     const count = (pipeline: string) => mixed.filter((file) => file.pipeline === pipeline).length;
-    expect(usage.audio.requests).toBe(count('audio'));
-    expect(usage.image.requests).toBe(count('image'));
-    expect(usage.text.requests).toBe(count('text'));
+    // Usage follows the jobs' events: billing records them in batches, half a second at most
+    // behind the last completion.
+    await expect
+      .poll(
+        async () => {
+          const usage = await client.usage();
+          return [usage.audio.requests, usage.image.requests, usage.text.requests];
+        },
+        { timeout: 10_000 },
+      )
+      .toEqual([count('audio'), count('image'), count('text')]);
   });
 
   it('draws per-file and overall progress on a real terminal', { timeout: 180_000 }, async () => {

@@ -7,7 +7,7 @@ import { creditCost, describePresets, PIPELINE_DEFINITIONS } from '@tamp/proto';
 import { photo, speechWav } from '@tamp/scripts/fixtures/media';
 import { freePort } from '@tamp/scripts/infra/launcher';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestStack, type TestAccount, type TestStack } from '../../test/support/stack';
 import {
   type CompressProgress,
@@ -182,10 +182,16 @@ describe('jobs', () => {
   });
 
   it('usage counts completed jobs; the catalogues are proto definitions', async () => {
-    const usage = await tamp.usage();
-    expect(usage.image.requests).toBeGreaterThanOrEqual(2);
-    expect(usage.audio.requests).toBeGreaterThanOrEqual(1);
-    expect(usage.text.requests).toBeGreaterThanOrEqual(2);
+    // Usage follows the jobs' events, recorded by billing half a second at most behind them.
+    await vi.waitFor(
+      async () => {
+        const usage = await tamp.usage();
+        expect(usage.image.requests).toBeGreaterThanOrEqual(2);
+        expect(usage.audio.requests).toBeGreaterThanOrEqual(1);
+        expect(usage.text.requests).toBeGreaterThanOrEqual(2);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     expect(await tamp.presets('image')).toEqual(
       JSON.parse(JSON.stringify(describePresets(PIPELINE_DEFINITIONS.image))),
     );

@@ -323,10 +323,10 @@ describe('credits', () => {
       grantedRemaining: 1,
       available: 1,
     });
-    // Written behind the answer.
-    await expect
-      .poll(() => harness.db.collection<LedgerEntry>('ledger').findOne({ _id: `reserve:${jobId}` }))
-      .toMatchObject({ state: 'applied', allowance: -2, granted: -2 });
+    const entry = await harness.db
+      .collection<LedgerEntry>('ledger')
+      .findOne({ _id: `reserve:${jobId}` });
+    expect(entry).toMatchObject({ state: 'applied', allowance: -2, granted: -2 });
     const refund = { accountId, jobId };
     expect(await call(billingEndpoints.refundCredits, refund)).toEqual({
       refunded: 4,

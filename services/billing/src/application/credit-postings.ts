@@ -39,8 +39,7 @@ export function markerKeyOf(entryId: string): string {
 
 /**
  * Moves credits exactly once per ledger entry id, safe against concurrent calls, retries,
- * several billing replicas and crashes at any point, in two database commands per posting and a
- * share of one bulk write.
+ * several billing replicas and crashes at any point, in three database commands per posting.
  *
  * MongoDB gives atomicity per document only, so the account document itself remembers that a
  * posting was applied, in the same update that moves the balances: the update sets the marker
@@ -56,8 +55,7 @@ export function markerKeyOf(entryId: string): string {
  *      the balances the movement takes from, postings.<key> absent }` → `$inc` both buckets and
  *      `version`, `$set` the marker; it returns the account after, which becomes the last known
  *      state. A retrier also guards `version: <the one read in 2>`;
- *   4. the ledger entry → `applied` with the movement; an owner's is written behind its answer,
- *      gathered with others into one bulk write (LedgerRepository.markAppliedBehind);
+ *   4. the ledger entry → `applied` with the movement;
  *   5. the owner removes the marker, folded into the account's next update (or its own update
  *      once the account is quiet for a second): removal is only ever after step 4.
  *
@@ -164,7 +162,6 @@ export class CreditPostings {
 
   /** Removes the markers still waiting for their account's next update (on shutdown). */
   async settle(): Promise<void> {
-    await this.ledger.flush();
     this.settled = true;
     if (this.removalTimer !== null) clearTimeout(this.removalTimer);
     this.removalTimer = null;
@@ -223,21 +220,8 @@ export class CreditPostings {
     applied: PostingMarker,
     owner: boolean,
   ): Promise<void> {
-    if (!owner) {
-      await this.ledger.markApplied(request.entryId, applied, this.now());
-      return;
-    }
-    // Step 4 behind the answer (the marker already makes the posting exactly-once), and the
-    // marker's removal (5) only once it is written.
-    this.ledger
-      .markAppliedBehind(request.entryId, applied, this.now())
-      .then(() => this.addRemovableMarkers(request.accountId, [markerKeyOf(request.entryId)]))
-      .catch((error: unknown) => {
-        this.logger.warn(
-          { err: error, entryId: request.entryId },
-          'ledger entry left pending; a retry or refund completes it from the marker',
-        );
-      });
+    await this.ledger.markApplied(request.entryId, applied, this.now());
+    if (owner) this.addRemovableMarkers(request.accountId, [markerKeyOf(request.entryId)]);
   }
 
   private async readAccount(accountId: string): Promise<{ state: AccountDocument; fresh: true }> {
