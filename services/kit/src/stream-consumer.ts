@@ -42,13 +42,6 @@ type Handling<Schema extends z.ZodType> =
        */
       handleBatch(messages: z.output<Schema>[]): Promise<StreamVerdict[]>;
       maxBatch: number;
-      /**
-       * How long a batch's first message waits for others before the batch is handled (0, the
-       * default: not at all). For handlers whose write nobody waits on, so that a steady stream
-       * is written one bulk operation a window rather than one per message; acknowledgements
-       * wait as long, far inside the consumer's ack wait.
-       */
-      lingerMs?: number;
       handle?: undefined;
     };
 
@@ -76,7 +69,6 @@ export async function consumeStream<Schema extends z.ZodType>(
       ? async (bodies) => [await options.handle(bodies[0]!)]
       : options.handleBatch.bind(options);
   const maxBatch = options.handleBatch === undefined ? 1 : Math.max(1, options.maxBatch);
-  const lingerMs = options.handleBatch === undefined ? 0 : (options.lingerMs ?? 0);
 
   /** Parses each message (terminating what does not parse), handles the rest, settles each. */
   async function process(batch: JsMsg[]): Promise<void> {
@@ -122,35 +114,15 @@ export async function consumeStream<Schema extends z.ZodType>(
     );
   }
 
-  /** A `next()` that outlived a linger: the next batch starts with it. */
-  let carried: Promise<IteratorResult<JsMsg>> | undefined;
-  const take = (iterator: AsyncIterator<JsMsg>) => {
-    const next = carried ?? iterator.next();
-    carried = undefined;
-    return next;
-  };
-
-  /**
-   * The next message, then whatever else has already arrived or arrives within `lingerMs` of it,
-   * up to `maxBatch`.
-   */
+  /** The next message, then whatever else has already arrived, up to `maxBatch`. */
   async function nextBatch(iterator: AsyncIterator<JsMsg>): Promise<JsMsg[] | null> {
-    const first = await take(iterator);
+    const first = await iterator.next();
     if (first.done) return null;
     const batch = [first.value];
-    const lingerEnds = Date.now() + lingerMs;
-    while (batch.length < maxBatch) {
-      const leftMs = lingerEnds - Date.now();
-      if (messages.getPending() === 0 && leftMs <= 0) break;
-      const next = take(iterator);
-      const arrived =
-        messages.getPending() > 0 ? await next : await Promise.race([next, elapsed(leftMs)]);
-      if (arrived === 'elapsed') {
-        carried = next;
-        break;
-      }
-      if (arrived.done) break;
-      batch.push(arrived.value);
+    while (batch.length < maxBatch && messages.getPending() > 0) {
+      const next = await iterator.next();
+      if (next.done) break;
+      batch.push(next.value);
     }
     return batch;
   }
@@ -169,9 +141,4 @@ export async function consumeStream<Schema extends z.ZodType>(
       await consuming;
     },
   };
-}
-
-/** Resolves with 'elapsed' after `ms`, without keeping the process alive for it. */
-function elapsed(ms: number): Promise<'elapsed'> {
-  return new Promise((resolve) => setTimeout(() => resolve('elapsed'), ms).unref());
 }

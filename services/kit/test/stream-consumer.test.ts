@@ -118,36 +118,4 @@ describe('consumeStream', () => {
       await consumer.stop();
     }
   });
-
-  it('with a linger, keeps a batch open for what arrives shortly after its first message', async () => {
-    const batches: number[][] = [];
-    const js = jetstream(nats);
-    const subject = topology.subjects.events.completed;
-    const consumer = await consumeStream({
-      nats,
-      // Earlier tests' messages (n < 200) may still be waiting here; they are acknowledged.
-      consumer: topology.consumers.billing,
-      schema: z.object({ n: z.number() }),
-      retryDelayMs: RETRY_DELAY_MS,
-      maxMessages: 50,
-      maxBatch: 50,
-      lingerMs: 2_000,
-      logger,
-      async handleBatch(messages) {
-        batches.push(messages.map(({ n }) => n));
-        return messages.map((): StreamVerdict => 'ack');
-      },
-    });
-    try {
-      await js.publish(subject, JSON.stringify({ n: 200 }));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      await js.publish(subject, JSON.stringify({ n: 201 }));
-      await vi.waitFor(() => expect(batches.flat()).toContain(201), { timeout: 10_000 });
-      const withFirst = batches.find((batch) => batch.includes(200));
-      expect(withFirst).toContain(201);
-      await drained(topology.consumers.billing);
-    } finally {
-      await consumer.stop();
-    }
-  });
 });

@@ -1,4 +1,4 @@
-import { consumeStream, type Logger, type NatsConnection, WRITE_BEHIND_LINGER_MS } from '@tamp/kit';
+import { consumeStream, type Logger, type NatsConnection } from '@tamp/kit';
 import { jobEvent, type Topology } from '@tamp/proto';
 import type { UsageRecording } from '../application/usage-recording';
 
@@ -8,8 +8,8 @@ const RETRY_DELAY_MS = 2_000;
 const MAX_BATCH = 100;
 
 /**
- * EVENTS through the durable `billing` consumer, in batches of what arrived within half a second
- * (one write each), acknowledged once recorded (the kit's consumeStream rule).
+ * EVENTS through the durable `billing` consumer, in batches of what arrived meanwhile (one write
+ * each), acknowledged once recorded (the kit's consumeStream rule).
  */
 export function consumeJobEvents(options: {
   nats: NatsConnection;
@@ -24,9 +24,6 @@ export function consumeJobEvents(options: {
     schema: jobEvent,
     maxMessages: MAX_BATCH,
     maxBatch: MAX_BATCH,
-    // Usage is read by reports, never waited on by a job: a steady stream is one insertMany a
-    // window, not one insert per job.
-    lingerMs: WRITE_BEHIND_LINGER_MS,
     retryDelayMs: RETRY_DELAY_MS,
     logger: options.logger,
     async handleBatch(events) {
