@@ -1,6 +1,5 @@
 /**
- * The linger of write-behind confirmations (a job's outbox flags and closed admission, usage
- * records): far below the 30 s after which a reconciler would redo what their loss
+ * The linger of write-behind confirmations (a job's outbox flags and closed admission): far below the 30 s after which a reconciler would redo what their loss
  * leaves, long enough that a busy service writes one command a window instead of one per job.
  */
 export const WRITE_BEHIND_LINGER_MS = 500;
