@@ -45,7 +45,7 @@ export async function startJobService(
   const jobs = new JobRepository(db);
   const claims = new IdempotencyRepository(db);
   const admissions = new AdmissionRepository(db);
-  const messaging = new JobMessaging(nats, topology, logger);
+  const messaging = new JobMessaging(nats, topology, logger, rpc);
 
   const settlement = new Settlement(jobs, messaging, rpc, logger, dependencies.metrics);
   const reads = new JobReads(

@@ -1,5 +1,6 @@
 import {
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
   headers as natsHeaders,
   type Subscription,
@@ -88,6 +89,18 @@ export class Rpc {
     return this.topology.subjects.service(endpoint.service, endpoint.name);
   }
 
+  /**
+   * A request outside the typed endpoints (inline work), with this caller's heartbeat timing:
+   * answered, or rejected with NoAnswerError once silent or past `timeoutMs`.
+   */
+  request(subject: string, payload: string, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+    headers.set(HEARTBEAT_HEADER, String(this.timing.heartbeatMs));
+    return this.replies.request(subject, payload, headers, {
+      timeoutMs,
+      silenceMs: this.timing.silenceMs,
+    });
+  }
+
   /** One CLIENT span per call; the server's span is its child (context in the headers). */
   call<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
@@ -108,7 +121,6 @@ export class Rpc {
   ): Promise<EndpointResponse<Endpoint>> {
     const headers = natsHeaders();
     injectTraceContext(headers);
-    headers.set(HEARTBEAT_HEADER, String(this.timing.heartbeatMs));
     let timeout = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
     if (options.deadline !== undefined) {
       timeout = Math.min(timeout, options.deadline - Date.now());
@@ -119,10 +131,7 @@ export class Rpc {
     }
     let reply: Msg;
     try {
-      reply = await this.replies.request(this.subject(endpoint), JSON.stringify(request), headers, {
-        timeoutMs: timeout,
-        silenceMs: this.timing.silenceMs,
-      });
+      reply = await this.request(this.subject(endpoint), JSON.stringify(request), headers, timeout);
     } catch (error) {
       const reason = error instanceof NoAnswerError ? error.reason : undefined;
       this.logger.warn(

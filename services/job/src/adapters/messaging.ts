@@ -2,13 +2,11 @@ import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import {
   DEADLINE_HEADER,
-  DEFAULT_RPC_TIMING,
   destinationOf,
-  HEARTBEAT_HEADER,
   inProducerSpan,
   type Logger,
   type NatsConnection,
-  ReplyInbox,
+  type Rpc,
 } from '@tamp/kit';
 import {
   type InlineWorkReply,
@@ -29,15 +27,15 @@ import {
  */
 export class JobMessaging {
   private readonly js: JetStreamClient;
-  private readonly replies: ReplyInbox;
 
   constructor(
     private readonly nats: NatsConnection,
     private readonly topology: Topology,
     private readonly logger: Logger,
+    /** Its heartbeat timing and reply inbox serve the inline requests too. */
+    private readonly rpc: Rpc,
   ) {
     this.js = jetstream(nats);
-    this.replies = new ReplyInbox(nats);
   }
 
   async publishWork(work: JobWorkMessage): Promise<void> {
@@ -95,14 +93,12 @@ export class JobMessaging {
       const headers = natsHeaders();
       headers.set(DEADLINE_HEADER, String(Date.now() + timeoutMs));
       // A worker that dies with the request is given up on once silent, like an Rpc callee.
-      const { heartbeatMs, silenceMs } = DEFAULT_RPC_TIMING;
-      headers.set(HEARTBEAT_HEADER, String(heartbeatMs));
       const reply = await inProducerSpan('work.inline', headers, () =>
-        this.replies.request(
+        this.rpc.request(
           this.topology.subjects.inline[work.pipeline],
           JSON.stringify(body),
           headers,
-          { timeoutMs, silenceMs },
+          timeoutMs,
         ),
       );
       payload = reply.json();
