@@ -54,8 +54,14 @@ async function longSpeech(dataDir: string): Promise<Buffer> {
   return readFile(path);
 }
 
-/** `npm start` on a data folder; resolves once it printed its ready line. */
-async function startStack(dataDir: string): Promise<{ child: ChildProcess; port: number }> {
+/**
+ * `npm start` on a data folder; resolves once it printed its ready line. `through: 'npm'` starts
+ * it as a user does, so a signal reaches npm first; otherwise the launcher is the child.
+ */
+async function startStack(
+  dataDir: string,
+  through: 'npm' | 'launcher' = 'launcher',
+): Promise<{ child: ChildProcess; port: number }> {
   const [port, adminPort] = await Promise.all([freePort(), freePort()]);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -67,7 +73,9 @@ async function startStack(dataDir: string): Promise<{ child: ChildProcess; port:
   delete env.NATS_URL;
   delete env.MONGO_URL;
   delete env.S3_ENDPOINT;
-  const child = spawn(process.execPath, ['scripts/run.mjs', 'start'], {
+  const [command, args] =
+    through === 'npm' ? ['npm', ['start']] : [process.execPath, ['scripts/run.mjs', 'start']];
+  const child = spawn(command, args, {
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -115,7 +123,8 @@ describe('npm start (the whole local stack)', () => {
   it('starts every service against fresh servers, answers, and stops leaving no process', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'tamp-stack-'));
     dataDirs.push(dataDir);
-    const { child, port } = await startStack(dataDir);
+    // Through npm, whose shell would otherwise die of the SIGTERM below and orphan the launcher.
+    const { child, port } = await startStack(dataDir, 'npm');
 
     const stackFile = await readStackFile(dataDir);
     expect(stackFile.services.map((service) => service.name).sort()).toEqual([
