@@ -51,6 +51,12 @@ export async function uploadBytes(
   return id;
 }
 
+/**
+ * How long a stack is left alone before its idle cost is measured: past the sweepers' first
+ * passes, the garbage collections that follow a load, and a seeded store's first reads.
+ */
+export const IDLE_SETTLE_MS = 30_000;
+
 export interface BenchStack extends ApiClient {
   publicUrl: string;
   adminUrl: string;

@@ -33,7 +33,7 @@ import {
   workloadTools,
 } from '../load/workload';
 import { type BareRate, measureBareWork } from './bare-work';
-import { type BenchStack, startBenchStack } from './bench-stack';
+import { type BenchStack, IDLE_SETTLE_MS, startBenchStack } from './bench-stack';
 import { cpuSecondsOf, cpuUsedBetween, stackCpuSeconds } from './process-cpu';
 import { completedJobRead, type JobRead, loadReads, startBareJobRead } from './read-load';
 import { seedStore } from './seed-store';
@@ -186,12 +186,15 @@ function jobReadLoad(read: JobRead, scale: number): Load {
   };
 }
 
-/** The stack doing nothing but its own housekeeping: heartbeats, sweepers, health checks. */
+/**
+ * The stack doing nothing but its own housekeeping (heartbeats, sweepers, health checks), once
+ * what the previous load left behind has settled.
+ */
 function idleLoad(scale: number): Load {
   const seconds = IDLE_SECONDS * scale;
   return {
     kind: 'idle',
-    warmUp: async () => {},
+    warmUp: () => sleep(IDLE_SETTLE_MS),
     saturate: async () => {
       await sleep(seconds * 1000);
       return { jobs: null, completedPerSec: null, failed: 0, seconds };

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { type BenchStack, startBenchStack } from '../bench/bench-stack';
+import { type BenchStack, IDLE_SETTLE_MS, startBenchStack } from '../bench/bench-stack';
 import { PROJECT_ROOT } from '../infra/provision';
 import { runInlineLoop, runQueuedBurst } from '../load/capacity';
 import { table } from '../load/report';
@@ -41,9 +41,6 @@ interface CpuProfile {
   endTime: number;
   samples: number[];
 }
-
-/** Idle runs start this long after the warm-up jobs, past the sweepers' first passes. */
-const IDLE_SETTLE_MS = 30_000;
 
 const log = (message: string) => process.stderr.write(`[cpu-profile] ${message}\n`);
 

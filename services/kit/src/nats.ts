@@ -31,6 +31,9 @@ export async function connectNats(options: {
     // reconnected to, rather than after the default four minutes.
     pingInterval: 10_000,
     maxPingOut: 3,
+    // nats.js otherwise builds an Error per request and per publish to JetStream, only to give
+    // a time-out the caller's stack: measurable per job, and every Rpc error says its subject.
+    noAsyncTraces: true,
   });
   void (async () => {
     for await (const status of connection.status()) {
