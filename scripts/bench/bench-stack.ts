@@ -102,6 +102,8 @@ export async function startBenchStack(options: {
   runtime?: 'source' | 'bundle';
   /** Extra variables for every service. */
   env?: Record<string, string>;
+  /** A NATS cluster of this many nodes instead of one server (launchInfrastructure). */
+  natsNodes?: number;
 }): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), `tamp-bench-${options.name}-`));
   let infrastructure: RunningInfrastructure | undefined;
@@ -113,7 +115,7 @@ export async function startBenchStack(options: {
   };
   try {
     await provisionTools(['stack', ...(options.tools ?? [])], options.log);
-    infrastructure = await launchInfrastructure({ dataDir, env: {} });
+    infrastructure = await launchInfrastructure({ dataDir, env: {}, natsNodes: options.natsNodes });
     const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
     const adminToken = randomBytes(16).toString('hex');
     const serviceLogs: string[] = [];

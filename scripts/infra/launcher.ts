@@ -35,7 +35,10 @@ export interface ServerProcess {
   restart(): Promise<void>;
 }
 
-export type ServerName = 'nats' | 'postgres' | 'ferretdb' | 'minio' | 'otelcol';
+/** `nats` alone, or the first node of a NATS cluster whose others are `nats-2`, `nats-3`, … */
+const NATS_NODE_NAMES = ['nats', 'nats-2', 'nats-3', 'nats-4', 'nats-5'] as const;
+export type NatsNodeName = (typeof NATS_NODE_NAMES)[number];
+export type ServerName = NatsNodeName | 'postgres' | 'ferretdb' | 'minio' | 'otelcol';
 
 export interface RunningInfrastructure extends InfrastructureEndpoints {
   /** The servers this launcher started (none for external servers). */
@@ -131,6 +134,8 @@ class LaunchedServer implements ServerProcess {
 export async function launchInfrastructure(options: {
   dataDir: string;
   env?: NodeJS.ProcessEnv;
+  /** NATS servers: one (the default), or a JetStream cluster of this many, routed on loopback. */
+  natsNodes?: number;
 }): Promise<RunningInfrastructure> {
   const env = options.env ?? process.env;
   const logDir = join(options.dataDir, 'logs');
@@ -142,13 +147,20 @@ export async function launchInfrastructure(options: {
     await server.start();
   };
   const stop = async () => {
-    await Promise.all([servers.nats?.stop(), servers.minio?.stop(), servers.ferretdb?.stop()]);
+    await Promise.all([
+      ...NATS_NODE_NAMES.map((name) => servers[name]?.stop()),
+      servers.minio?.stop(),
+      servers.ferretdb?.stop(),
+    ]);
     await servers.postgres?.stop();
   };
 
   try {
     const [natsUrl, mongoUrl, s3] = await Promise.all([
-      env.NATS_URL ?? startNats(options.dataDir, launch),
+      env.NATS_URL ??
+        ((options.natsNodes ?? 1) > 1
+          ? startNatsCluster(options.dataDir, launch, options.natsNodes ?? 1)
+          : startNats(options.dataDir, launch)),
       env.MONGO_URL ?? startMongoWire(options.dataDir, launch),
       env.S3_ENDPOINT !== undefined
         ? {
@@ -189,6 +201,45 @@ async function startNats(dataDir: string, launch: Launch): Promise<string> {
     probe: () => httpOk(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`),
   });
   return `nats://127.0.0.1:${port}`;
+}
+
+/**
+ * A JetStream cluster of `size` servers on loopback, each routed to every other, named after
+ * its ServerName (`nats`, `nats-2`, …) so a test can tell which process leads a stream. They
+ * start together: none is healthy before JetStream has a quorum. The URL lists every node.
+ */
+async function startNatsCluster(dataDir: string, launch: Launch, size: number): Promise<string> {
+  if (size > NATS_NODE_NAMES.length)
+    throw new Error(`at most ${NATS_NODE_NAMES.length} NATS nodes`);
+  const nodes = await Promise.all(
+    NATS_NODE_NAMES.slice(0, size).map(async (name) => {
+      const [port, routePort, monitorPort] = await Promise.all([
+        freePort(),
+        freePort(),
+        freePort(),
+      ]);
+      return { name, port, routePort, monitorPort };
+    }),
+  );
+  const routes = nodes.map((node) => `nats-route://127.0.0.1:${node.routePort}`).join(',');
+  await Promise.all(
+    nodes.map((node) =>
+      launch({
+        name: node.name,
+        file: toolPath('nats-server'),
+        args: [
+          ...['--jetstream', '--store_dir', join(dataDir, node.name)],
+          ...['--addr', '127.0.0.1', '--port', String(node.port)],
+          ...['--http_port', String(node.monitorPort), '--server_name', node.name],
+          ...['--cluster_name', 'tamp', '--cluster', `nats://127.0.0.1:${node.routePort}`],
+          ...['--routes', routes],
+        ],
+        // Healthy once this node's JetStream is current with the cluster's meta leader.
+        probe: () => httpOk(`http://127.0.0.1:${node.monitorPort}/healthz`),
+      }),
+    ),
+  );
+  return nodes.map((node) => `nats://127.0.0.1:${node.port}`).join(',');
 }
 
 /**

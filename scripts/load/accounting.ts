@@ -182,7 +182,7 @@ async function terminalEvents(
   source: BooksSource,
 ): Promise<Map<string, { completed: number; failed: number }>> {
   const topology = createTopology(source.namespace ?? '');
-  const nats = await connect({ servers: source.natsUrl, name: 'load-audit' });
+  const nats = await connect({ servers: source.natsUrl.split(','), name: 'load-audit' });
   const counts = new Map<string, { completed: number; failed: number }>();
   try {
     const stream = topology.streams.events.name;

@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LIMITS } from '@tamp/proto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { createTopology, LIMITS } from '@tamp/proto';
 import type { BenchStack } from '../bench/bench-stack';
-import type { ServerName } from '../infra/launcher';
+import type { NatsNodeName, ServerName } from '../infra/launcher';
 import type { ServiceName } from '../stack/services';
 import { type Creation, createWithRetries } from './traffic';
 import type { JobKind } from './workload';
@@ -25,7 +27,14 @@ export const FAULTS = [
   'pause-minio',
   'restart-nats',
 ] as const;
-export type FaultName = (typeof FAULTS)[number];
+
+/**
+ * Faults of a stack whose NATS is a cluster (startBenchStack's natsNodes): SIGKILL of the node
+ * that leads the JOBS stream, restarted once the API is back. Injected twice, the second kill
+ * finds another leader, so two different nodes die in turn.
+ */
+export const NATS_CLUSTER_FAULTS = ['kill-nats-jobs-leader'] as const;
+export type FaultName = (typeof FAULTS)[number] | (typeof NATS_CLUSTER_FAULTS)[number];
 
 export interface FaultOutcome {
   fault: FaultName;
@@ -38,6 +47,8 @@ export interface FaultOutcome {
   midJob?: boolean;
   /** Seconds from the end of the fault (process resumed, restarted or dead) to normal answers. */
   recoverySec: number;
+  /** The NATS node killed (kill-nats-jobs-leader): the JOBS stream's leader at that moment. */
+  killedNode?: string;
 }
 
 const PAUSE_MS = 15_000;
@@ -59,6 +70,7 @@ export async function injectFault(
     await killJobServiceMidCreation(stack, probe);
     return { fault, recoverySec: await probe.untilHealthy() };
   }
+  if (fault === 'kill-nats-jobs-leader') return killJobsStreamLeader(stack, probe);
   switch (action) {
     case 'kill': {
       const service = target as ServiceName;
@@ -111,6 +123,33 @@ async function killJobServiceMidCreation(stack: BenchStack, probe: Probe): Promi
   await sleep((MID_CREATION_REQUESTS * MID_CREATION_SPACING_MS) / 2);
   process.kill(servicePid(stack, 'job'), 'SIGKILL');
   await Promise.all(sending);
+}
+
+/**
+ * SIGKILL of the NATS node leading the JOBS stream, as a lost machine: the API must come back
+ * on the other two (a new leader, the stream's replicas). The node is restarted once it has, and
+ * is back when its JetStream has caught up with the cluster (its /healthz).
+ */
+async function killJobsStreamLeader(stack: BenchStack, probe: Probe): Promise<FaultOutcome> {
+  const leader = await jobsStreamLeader(stack);
+  process.kill(serverPid(stack, leader), 'SIGKILL');
+  const recoverySec = await probe.untilHealthy();
+  await stack.infrastructure.servers[leader]?.restart();
+  return { fault: 'kill-nats-jobs-leader', killedNode: leader, recoverySec };
+}
+
+/** The server name of the JOBS stream's current leader, which the launcher names after the node. */
+export async function jobsStreamLeader(stack: BenchStack): Promise<NatsNodeName> {
+  const nats = await connect({ servers: stack.infrastructure.natsUrl.split(',') });
+  try {
+    const manager = await jetstreamManager(nats);
+    const info = await manager.streams.info(createTopology('').streams.jobs.name);
+    const leader = info.cluster?.leader;
+    if (leader === undefined) throw new Error('the JOBS stream has no leader: is NATS a cluster?');
+    return leader as NatsNodeName;
+  } finally {
+    await nats.close();
+  }
 }
 
 /** A service's /readyz verdict: `ready`, the dependencies its 503 names (sorted), or `no answer`. */

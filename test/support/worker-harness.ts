@@ -53,7 +53,7 @@ export async function startWorkerHarness(options: WorkerHarnessOptions): Promise
   const topology = createTopology(infrastructure.namespace);
   const logger = pino({ level: 'silent' });
   const nats = await connectNats({ url: infrastructure.natsUrl, name: options.name, logger });
-  await provisionTopology(nats, topology);
+  await provisionTopology(nats, topology, 1);
   const store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
   await store.provision([]);
   const jobService = new JobServiceDouble(nats, topology, 100);

@@ -176,6 +176,7 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- if $root.Values.nats.namespace }}
 {{- $_ := set $env "NATS_NAMESPACE" $root.Values.nats.namespace }}
 {{- end }}
+{{- $_ := set $env "NATS_STREAM_REPLICAS" (toString $root.Values.nats.streamReplicas) }}
 {{- if $facts.mongo }}
 {{- $_ := set $env "MONGO_DATABASE" $root.Values.mongo.database }}
 {{- end }}

@@ -62,7 +62,7 @@ export class BillingHarness {
     this.topology = createTopology(infrastructure.namespace);
     this.serverNats = await connectNats({ url: infrastructure.natsUrl, name: 'billing', logger });
     this.clientNats = await connectNats({ url: infrastructure.natsUrl, name: 'client', logger });
-    await provisionTopology(this.serverNats, this.topology);
+    await provisionTopology(this.serverNats, this.topology, 1);
     const connection = await connectMongo({
       url: infrastructure.mongoUrl,
       database: infrastructure.database,

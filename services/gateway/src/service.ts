@@ -22,6 +22,8 @@ export interface GatewayDependencies {
   nats: NatsConnection;
   topology: Topology;
   rpc: Rpc;
+  /** Copies of the rate-limit bucket, as of every stream (kit's connectNats). */
+  streamReplicas: number;
   objectStore: ObjectStore;
   /** From gatewaySettingsFrom (config.ts); tests change single values. */
   settings: GatewaySettings;
@@ -53,6 +55,7 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
   const limiter = await KvRateLimiter.open({
     nats,
     bucket: rateLimitBucket(topology),
+    replicas: dependencies.streamReplicas,
     logger,
     clock: dependencies.clock ?? (() => new Date()),
   });

@@ -80,6 +80,7 @@ export class Harness {
           nats,
           topology: this.topology,
           rpc: new Rpc(nats, this.topology, this.logger),
+          streamReplicas: 1,
           objectStore: this.objectStore,
           settings: {
             ...this.defaults,

@@ -80,7 +80,7 @@ export class JobHarness {
     this.topology = createTopology(infrastructure.namespace);
     this.serviceNats = await connectNats({ url: infrastructure.natsUrl, name: 'job', logger });
     this.peerNats = await connectNats({ url: infrastructure.natsUrl, name: 'peers', logger });
-    await provisionTopology(this.serviceNats, this.topology);
+    await provisionTopology(this.serviceNats, this.topology, 1);
     this.jsm = await jetstreamManager(this.peerNats);
     ({ client: this.mongo, db: this.db } = await connectMongo({
       url: infrastructure.mongoUrl,

@@ -59,6 +59,15 @@ export const natsEnv = {
   NATS_URL: z.string().min(1),
   /** Prefix for every subject and stream, so installations can share a NATS server. */
   NATS_NAMESPACE: z.string().default(''),
+  /**
+   * Replicas of every JetStream stream and key-value bucket: `auto` is three when the server
+   * reports a cluster of three or more servers, one otherwise. Existing streams are brought to
+   * the count on start. A cluster that does not advertise its servers (`no_advertise`) needs
+   * the number itself.
+   */
+  NATS_STREAM_REPLICAS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(5)])
+    .default('auto'),
 };
 
 export const mongoEnv = {

@@ -9,12 +9,13 @@ import {
   RetentionPolicy,
   StorageType,
 } from '@nats-io/jetstream';
+import { type KV, Kvm } from '@nats-io/kv';
 import { type NatsConnection, nanos } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import type { ConsumerDefinition, StreamDefinition, Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 
-export type { NatsConnection };
+export type { KV, NatsConnection };
 
 export async function connectNats(options: {
   url: string;
@@ -47,22 +48,54 @@ export async function connectNats(options: {
   return connection;
 }
 
-/** Creates or updates every stream and consumer of the topology; safe to run on every start. */
+/** `auto`, or a fixed number of replicas for every stream and bucket (kit's NATS_STREAM_REPLICAS). */
+export type StreamReplicasSetting = 'auto' | number;
+
+/** A cluster this size or larger gets three replicas under `auto`: one node may then be lost. */
+const REPLICATED_CLUSTER_SIZE = 3;
+
+/**
+ * The replica count `setting` means on the server a connection reached. A clustered server
+ * names its cluster and advertises every member's client URLs (its own included) in the INFO
+ * it sends each client; a server alone, or a cluster hiding its members, counts as one.
+ */
+export function streamReplicasFor(
+  setting: StreamReplicasSetting,
+  server: { cluster?: string; connect_urls?: string[] } | undefined,
+): number {
+  if (setting !== 'auto') return setting;
+  if (server?.cluster === undefined) return 1;
+  const members = new Set(server.connect_urls ?? []).size;
+  return members >= REPLICATED_CLUSTER_SIZE ? REPLICATED_CLUSTER_SIZE : 1;
+}
+
+/**
+ * Creates or updates every stream and consumer of the topology, each stream with `replicas`
+ * copies (an existing one is scaled to it; its consumers follow); safe to run on every start.
+ */
 export async function provisionTopology(
   connection: NatsConnection,
   topology: Topology,
+  replicas: number,
 ): Promise<void> {
   const manager = await jetstreamManager(connection);
-  for (const stream of Object.values(topology.streams)) await ensureStream(manager, stream);
+  for (const stream of Object.values(topology.streams)) {
+    await ensureStream(manager, stream, replicas);
+  }
   for (const consumer of Object.values(topology.consumers)) await ensureConsumer(manager, consumer);
 }
 
-async function ensureStream(manager: JetStreamManager, stream: StreamDefinition): Promise<void> {
+async function ensureStream(
+  manager: JetStreamManager,
+  stream: StreamDefinition,
+  replicas: number,
+): Promise<void> {
   const config = {
     subjects: stream.subjects,
     max_age: nanos(stream.maxAgeMs),
     duplicate_window: nanos(stream.duplicateWindowMs),
     discard: DiscardPolicy.Old,
+    num_replicas: replicas,
   };
   if (await exists(() => manager.streams.info(stream.name), JetStreamApiCodes.StreamNotFound)) {
     await manager.streams.update(stream.name, config);
@@ -74,8 +107,31 @@ async function ensureStream(manager: JetStreamManager, stream: StreamDefinition)
     retention:
       stream.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
     storage: StorageType.File,
-    num_replicas: 1,
   });
+}
+
+/**
+ * Opens a key-value bucket with `replicas` copies, creating it when missing and scaling it
+ * when it exists with another count (the KV client leaves an existing bucket as it is).
+ */
+export async function openKvBucket(
+  connection: NatsConnection,
+  bucket: string,
+  options: { history: number; ttlMs: number; replicas: number },
+): Promise<KV> {
+  const kv = await new Kvm(connection).create(bucket, {
+    history: options.history,
+    ttl: options.ttlMs,
+    replicas: options.replicas,
+  });
+  const status = await kv.status();
+  if (status.replicas !== options.replicas) {
+    const manager = await jetstreamManager(connection);
+    await manager.streams.update(status.streamInfo.config.name, {
+      num_replicas: options.replicas,
+    });
+  }
+  return kv;
 }
 
 async function ensureConsumer(

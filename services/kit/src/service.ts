@@ -21,7 +21,7 @@ import {
   MONGO_TIMEOUTS,
   provisionIndexes,
 } from './mongo';
-import { connectNats, type NatsConnection, provisionTopology } from './nats';
+import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
 import { ObjectStore } from './object-store';
 import { OpsServer } from './ops-server';
 import { Rpc } from './rpc';
@@ -44,10 +44,14 @@ export class ServiceContext<Config extends ServiceEnv> {
     readonly shutdown: Shutdown,
   ) {}
 
-  /** Connects to NATS and provisions the namespace's streams and consumers (idempotent). */
+  /**
+   * Connects to NATS and provisions the namespace's streams and consumers (idempotent), with the
+   * replica count NATS_STREAM_REPLICAS means on the cluster reached (`streamReplicas`, which a
+   * service's own key-value buckets use too).
+   */
   readonly connectNats = async (
     env: NatsEnv,
-  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc }> => {
+  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc; streamReplicas: number }> => {
     const topology = createTopology(env.NATS_NAMESPACE);
     const nats = await connectNats({ url: env.NATS_URL, name: this.name, logger: this.logger });
     this.shutdown.register('nats', async () => {
@@ -60,8 +64,10 @@ export class ServiceContext<Config extends ServiceEnv> {
       if (nats.isClosed()) throw new Error('NATS connection closed');
       await nats.flush();
     });
-    await withRetries(() => provisionTopology(nats, topology));
-    return { nats, topology, rpc: new Rpc(nats, topology, this.logger) };
+    const streamReplicas = streamReplicasFor(env.NATS_STREAM_REPLICAS, nats.info);
+    this.logger.info({ streamReplicas, cluster: nats.info?.cluster }, 'stream replicas');
+    await withRetries(() => provisionTopology(nats, topology, streamReplicas));
+    return { nats, topology, rpc: new Rpc(nats, topology, this.logger), streamReplicas };
   };
 
   readonly connectMongo = async (

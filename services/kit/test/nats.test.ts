@@ -24,8 +24,8 @@ afterAll(async () => {
 
 describe('NATS provisioning', () => {
   it('creates every stream and consumer of the topology, and a second run changes nothing', async () => {
-    await provisionTopology(nats, topology);
-    await provisionTopology(nats, topology);
+    await provisionTopology(nats, topology, 1);
+    await provisionTopology(nats, topology, 1);
 
     const manager = await jetstreamManager(nats);
     const jobs = await manager.streams.info(topology.streams.jobs.name);
@@ -48,17 +48,17 @@ describe('NATS provisioning', () => {
   });
 
   it('brings a drifted consumer back to its definition', async () => {
-    await provisionTopology(nats, topology);
+    await provisionTopology(nats, topology, 1);
     const manager = await jetstreamManager(nats);
     const audio = topology.consumers['worker-audio'];
     await manager.consumers.update(audio.stream, audio.durableName, { ack_wait: 5_000_000_000 });
-    await provisionTopology(nats, topology);
+    await provisionTopology(nats, topology, 1);
     const info = await manager.consumers.info(audio.stream, audio.durableName);
     expect(info.config.ack_wait).toBe(audio.ackWaitMs * 1_000_000);
   });
 
   it('stores a job published twice with the same message id once', async () => {
-    await provisionTopology(nats, topology);
+    await provisionTopology(nats, topology, 1);
     const { jetstream } = await import('@nats-io/jetstream');
     const js = jetstream(nats);
     const first = await js.publish(topology.subjects.jobs.text, '{}', { msgID: 'job_dedup' });

@@ -16,7 +16,7 @@ let nats: NatsConnection;
 
 beforeAll(async () => {
   nats = await connectNats({ url: infrastructure.natsUrl, name: 'kit-stream-test', logger });
-  await provisionTopology(nats, topology);
+  await provisionTopology(nats, topology, 1);
 });
 afterAll(async () => {
   const streams = (await jetstreamManager(nats)).streams;

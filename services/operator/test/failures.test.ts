@@ -76,7 +76,7 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     const logger = createLogger('operator-test', 'silent');
     const nats = await connectNats({ url: world.infrastructure.natsUrl, name: 'late', logger });
     try {
-      await provisionTopology(nats, topology);
+      await provisionTopology(nats, topology, 1);
       const js = (await import('@nats-io/jetstream')).jetstream(nats);
       for (let index = 0; index < 10; index++) await js.publish(topology.subjects.jobs.audio, '{}');
     } finally {
@@ -131,7 +131,7 @@ describe('the failure modes users hit with the KEDA scaler', () => {
     try {
       const logger = createLogger('operator-test', 'silent');
       const nats = await connectNats({ url: server.url, name: 'setup', logger });
-      await provisionTopology(nats, world.topology);
+      await provisionTopology(nats, world.topology, 1);
       const js = (await import('@nats-io/jetstream')).jetstream(nats);
       for (let index = 0; index < 6; index++)
         await js.publish(world.topology.subjects.jobs.audio, '{}');

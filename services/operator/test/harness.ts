@@ -67,7 +67,7 @@ export function useOperatorWorld() {
     ]);
     const logger = createLogger('operator-test', 'silent');
     nats = await connectNats({ url: infrastructure.natsUrl, name: 'operator-test', logger });
-    await provisionTopology(nats, topology);
+    await provisionTopology(nats, topology, 1);
     js = jetstream(nats);
     jsm = await jetstreamManager(nats);
   });

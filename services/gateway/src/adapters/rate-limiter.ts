@@ -1,6 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/nats-core';
+import { type KV, type NatsConnection, openKvBucket } from '@tamp/kit';
 import type { Logger } from 'pino';
 
 export interface RateLimitDecision {
@@ -32,12 +31,15 @@ export class KvRateLimiter {
   static async open(options: {
     nats: NatsConnection;
     bucket: string;
+    /** Copies of the bucket, as every stream has (kit's NATS_STREAM_REPLICAS). */
+    replicas: number;
     logger: Logger;
     clock: () => Date;
   }): Promise<KvRateLimiter> {
-    const kv = await new Kvm(options.nats).create(options.bucket, {
+    const kv = await openKvBucket(options.nats, options.bucket, {
       history: 1,
-      ttl: 2 * WINDOW_MS,
+      ttlMs: 2 * WINDOW_MS,
+      replicas: options.replicas,
     });
     return new KvRateLimiter(kv, options.logger, options.clock);
   }

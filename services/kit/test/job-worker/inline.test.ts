@@ -26,7 +26,7 @@ let processJob: ProcessJob;
 
 beforeAll(async () => {
   nats = await connectNats({ url: infrastructure.natsUrl, name: 'inline-test', logger });
-  await provisionTopology(nats, topology);
+  await provisionTopology(nats, topology, 1);
   store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
   await store.provision([]);
   server = serveInlineWork({

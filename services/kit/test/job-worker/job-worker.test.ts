@@ -25,7 +25,7 @@ let jobService: JobServiceDouble;
 
 beforeAll(async () => {
   nats = await connectNats({ url: infrastructure.natsUrl, name: 'job-worker-test', logger });
-  await provisionTopology(nats, topology);
+  await provisionTopology(nats, topology, 1);
   rpc = new Rpc(nats, topology, logger);
   jobService = new JobServiceDouble(nats, topology, 100);
 });

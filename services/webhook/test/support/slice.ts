@@ -85,7 +85,7 @@ export async function startSlice(defaults: {
     return connection;
   };
   const client = await nats('test-client');
-  await provisionTopology(client, topology);
+  await provisionTopology(client, topology, 1);
   const mongo: MongoClient[] = [];
   const { client: mongoClient, db } = await connectMongo({
     url: infrastructure.mongoUrl,

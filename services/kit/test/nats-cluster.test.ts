@@ -1,0 +1,89 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { createTopology } from '@tamp/proto';
+import { launchInfrastructure, type RunningInfrastructure } from '@tamp/scripts/infra/launcher';
+import { provisionTools } from '@tamp/scripts/infra/provision';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  connectNats,
+  type NatsConnection,
+  openKvBucket,
+  provisionTopology,
+  streamReplicasFor,
+} from '../src/nats';
+
+/**
+ * Against a real three-node NATS cluster of its own (three nats-server processes on loopback,
+ * routed, JetStream on each): what `auto` resolves to there, and streams and buckets made with
+ * one replica (a deployment that grew from one server) brought to three on the next start.
+ */
+let dataDir: string;
+let cluster: RunningInfrastructure;
+let nats: NatsConnection;
+const topology = createTopology('grow');
+
+beforeAll(async () => {
+  await provisionTools('nats-server');
+  dataDir = await mkdtemp(join(tmpdir(), 'tamp-nats-cluster-'));
+  // Only NATS is started: servers named in `env` are taken as given and never contacted here.
+  cluster = await launchInfrastructure({
+    dataDir,
+    env: { MONGO_URL: 'mongodb://unused/', S3_ENDPOINT: 'http://unused/' },
+    natsNodes: 3,
+  });
+  nats = await connectNats({
+    url: cluster.natsUrl,
+    name: 'kit-cluster-test',
+    logger: pino({ level: 'silent' }),
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await nats?.close();
+  await cluster?.stop();
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('streams on a three-node NATS cluster', () => {
+  it('resolves auto to three replicas from what the server advertises', () => {
+    expect(nats.info?.cluster).toBe('tamp');
+    expect(streamReplicasFor('auto', nats.info)).toBe(3);
+  });
+
+  it('brings every stream made with one replica to three, its consumers kept', async () => {
+    const manager = await jetstreamManager(nats);
+    await provisionTopology(nats, topology, 1);
+    const jobs = topology.streams.jobs.name;
+    expect((await manager.streams.info(jobs)).config.num_replicas).toBe(1);
+
+    await provisionTopology(nats, topology, 3);
+    for (const stream of Object.values(topology.streams)) {
+      const info = await manager.streams.info(stream.name);
+      expect(info.config.num_replicas, stream.name).toBe(3);
+      // A copy on every node: the leader and its replicas (all three replicas while the scaled
+      // stream is still electing its leader).
+      const copies = [info.cluster?.leader, ...(info.cluster?.replicas ?? []).map((r) => r.name)];
+      expect(new Set(copies.filter(Boolean)), stream.name).toEqual(
+        new Set(['nats', 'nats-2', 'nats-3']),
+      );
+    }
+    for (const consumer of Object.values(topology.consumers)) {
+      const info = await manager.consumers.info(consumer.stream, consumer.durableName);
+      expect(info.config.filter_subject).toBe(consumer.filterSubject);
+    }
+  });
+
+  it('brings a key-value bucket made with one replica to three, its keys kept', async () => {
+    const bucket = 'grow_RATE_LIMITS';
+    const first = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 1 });
+    await first.put('acct.1', '7');
+    expect((await first.status()).replicas).toBe(1);
+
+    const again = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 3 });
+    expect((await again.status()).replicas).toBe(3);
+    expect((await again.get('acct.1'))?.string()).toBe('7');
+  });
+});
