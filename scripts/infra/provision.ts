@@ -230,6 +230,9 @@ async function buildGoTool(name: string, tool: ToolsFile['go'][string], log: Log
     for (const [file, content] of Object.entries(tool.files ?? {})) {
       await writeFile(join(sourceDir, file), content);
     }
+    // A repository of its own: inside this checkout's .tools, `git apply` would take the
+    // paths of a `diff --git` patch as relative to the project's root and skip them silently.
+    if ((tool.patches ?? []).length > 0) await run(['git', 'init', '-q'], { cwd: sourceDir });
     for (const patch of tool.patches ?? []) {
       await run(['git', 'apply', '-p1', join(PROJECT_ROOT, patch)], {
         cwd: sourceDir,

@@ -1,6 +1,6 @@
 /**
  * Why the local stack runs FerretDB on PostgreSQL: its SQLite and PostgreSQL backends side by
- * side, on one serialized connection as the services use them.
+ * side, on one connection.
  *
  *   node --import tsx scripts/measure/ferretdb-backends.ts
  *

@@ -105,13 +105,14 @@ export const MONGO_TIMEOUTS = {
 } as const;
 
 /**
- * Connects to MongoDB, or to FerretDB with every operation of this process serialized on one
- * connection. FerretDB 1.x (SQLite) does not apply an update atomically: it queries, then writes,
- * outside one transaction (FerretDB#3040), so two concurrent guarded updates can both pass their
- * guard. Measured here: 25 concurrent `{ credits: { $gte: 1 } }` decrements of a balance of 10
- * reported 16 successes. Over a single connection FerretDB runs them one at a time, and because
- * each collection has exactly one owning service, that makes every guarded update of the owner
- * atomic again. Real MongoDB keeps its normal pool: its single-document updates are atomic.
+ * Connects to MongoDB with the driver's normal pool, or to FerretDB with every operation of this
+ * process on one connection. Guarded updates are atomic on both: FerretDB's only with the
+ * project's patch (scripts/infra/ferretdb/atomic-updates.patch: a compare-and-set per document,
+ * decided again when another connection changed it in between), which is what lets several
+ * replicas of a service share a collection. One connection per process stays for FerretDB
+ * because of hot documents: many reservations of one account at once would otherwise lose the
+ * compare-and-set to each other in turn (200 concurrent ones took longer than 20 s), whereas in
+ * one process they simply queue. Replicas race only with each other.
  */
 export async function connectMongo(options: {
   url: string;

@@ -1,3 +1,4 @@
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import {
@@ -5,7 +6,6 @@ import {
   type Db,
   type IndexSpecification,
   insertAllIfAbsent,
-  type MongoClient,
   provisionIndexes,
 } from '../src/mongo';
 
@@ -59,6 +59,67 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     );
     expect(attempts.filter((result) => result.modifiedCount === 1)).toHaveLength(10);
     expect((await accounts.findOne({ _id: 'acct_race' }))?.credits).toBe(0);
+  });
+
+  it('keeps guarded updates atomic across connections, as replicas of a service use it', async () => {
+    // A pool of its own: the serialization connectMongo may add plays no part here.
+    const pooled = new MongoClient(infrastructure.mongoUrl, { maxPoolSize: 25, minPoolSize: 25 });
+    try {
+      const accounts = pooled
+        .db(infrastructure.database)
+        .collection<{ _id: string; credits: number; spent: number }>('accounts');
+      await accounts.insertOne({ _id: 'acct_pool', credits: 10, spent: 0 });
+      const decrements = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          accounts.updateOne(
+            { _id: 'acct_pool', credits: { $gte: 1 } },
+            { $inc: { credits: -1, spent: 1 } },
+          ),
+        ),
+      );
+      expect(decrements.filter((result) => result.modifiedCount === 1)).toHaveLength(10);
+      expect(await accounts.findOne({ _id: 'acct_pool' })).toEqual({
+        _id: 'acct_pool',
+        credits: 0,
+        spent: 10,
+      });
+
+      const jobs = pooled
+        .db(infrastructure.database)
+        .collection<{ _id: string; status: string }>('jobs');
+      await jobs.insertOne({ _id: 'job_pool', status: 'created' });
+      const claims = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          jobs.findOneAndUpdate(
+            { _id: 'job_pool', status: 'created' },
+            { $set: { status: `claimed-${index}` } },
+          ),
+        ),
+      );
+      expect(claims.filter((claim) => claim !== null)).toHaveLength(1);
+
+      // A guarded delete racing an update of the field it guards on: one of the two runs
+      // first, so never both (a claim deleted although it was just handed to another job).
+      const racing = pooled
+        .db(infrastructure.database)
+        .collection<{ _id: string; jobId: string }>('claims');
+      const ids = Array.from({ length: 100 }, (_, index) => `claim_${index}`);
+      await racing.insertMany(ids.map((_id) => ({ _id, jobId: 'job_a' })));
+      const outcomes = await Promise.all(
+        ids.map(async (_id) => {
+          const [deleted, moved] = await Promise.all([
+            racing.deleteOne({ _id, jobId: 'job_a' }),
+            racing.updateOne({ _id }, { $set: { jobId: 'job_b' } }),
+          ]);
+          return { deleted: deleted.deletedCount, moved: moved.modifiedCount };
+        }),
+      );
+      expect(outcomes.filter((outcome) => outcome.deleted === 1 && outcome.moved === 1)).toEqual(
+        [],
+      );
+    } finally {
+      await pooled.close();
+    }
   });
 
   it('lets exactly one of many concurrent guarded state transitions win', async () => {
