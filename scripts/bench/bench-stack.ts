@@ -104,6 +104,8 @@ export async function startBenchStack(options: {
   env?: Record<string, string>;
   /** A NATS cluster of this many nodes instead of one server (launchInfrastructure). */
   natsNodes?: number;
+  /** Processes per service (startServices). */
+  replicas?: number;
 }): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), `tamp-bench-${options.name}-`));
   let infrastructure: RunningInfrastructure | undefined;
@@ -124,6 +126,7 @@ export async function startBenchStack(options: {
       publicPort,
       adminPort,
       runtime: options.runtime ?? 'source',
+      replicas: options.replicas,
       env: {
         ADMIN_TOKEN: adminToken,
         LOG_LEVEL: 'warn',

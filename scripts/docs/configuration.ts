@@ -35,6 +35,8 @@ Not part of any service's schema: the local stack (\`npm start\`) also honours:
 |---|---|
 | \`PORT\`, \`ADMIN_PORT\` | Public and admin ports (8080, 8081) |
 | \`TAMP_DATA_DIR\` | Where data, logs and \`stack.json\` live (\`.data\`) |
+| \`TAMP_REPLICAS\` | Processes per service (1); with more, the gateway's listen behind a round-robin proxy on the two ports |
+| \`TAMP_NATS_NODES\` | NATS servers (1); 3 or more start a JetStream cluster on loopback, and streams get three replicas |
 | \`NATS_URL\`, \`MONGO_URL\`, \`S3_ENDPOINT\` (+ \`S3_ACCESS_KEY\`, \`S3_SECRET_KEY\`) | Use that external server instead of launching one |
 | \`JOB_RETRY_BASE_MS\`, \`WEBHOOK_RETRY_SCHEDULE_MS\` | Passed to the services (retry timing for tests and demos) |
 `;

@@ -228,7 +228,8 @@ async function startNatsCluster(dataDir: string, launch: Launch, size: number): 
         name: node.name,
         file: toolPath('nats-server'),
         args: [
-          ...['--jetstream', '--store_dir', join(dataDir, node.name)],
+          // Apart from the single server's store: a clustered JetStream does not adopt one.
+          ...['--jetstream', '--store_dir', join(dataDir, 'nats-cluster', node.name)],
           ...['--addr', '127.0.0.1', '--port', String(node.port)],
           ...['--http_port', String(node.monitorPort), '--server_name', node.name],
           ...['--cluster_name', 'tamp', '--cluster', `nats://127.0.0.1:${node.routePort}`],

@@ -34,7 +34,27 @@ export const FAULTS = [
  * finds another leader, so two different nodes die in turn.
  */
 export const NATS_CLUSTER_FAULTS = ['kill-nats-jobs-leader'] as const;
-export type FaultName = (typeof FAULTS)[number] | (typeof NATS_CLUSTER_FAULTS)[number];
+
+/**
+ * Faults of a stack running two or more processes of each service (startBenchStack's
+ * replicas): the SIGKILL of the first process of each service in turn, the workers' mid-job,
+ * while the others carry the load.
+ */
+export const REPLICA_FAULTS = [
+  'kill-gateway',
+  'kill-upload',
+  'kill-job',
+  'kill-billing',
+  'kill-webhook',
+  'kill-worker-image',
+  'kill-worker-text',
+  'kill-worker-audio',
+  'kill-operator',
+] as const;
+export type FaultName =
+  | (typeof FAULTS)[number]
+  | (typeof NATS_CLUSTER_FAULTS)[number]
+  | (typeof REPLICA_FAULTS)[number];
 
 export interface FaultOutcome {
   fault: FaultName;
@@ -154,7 +174,7 @@ export async function jobsStreamLeader(stack: BenchStack): Promise<NatsNodeName>
 
 /** A service's /readyz verdict: `ready`, the dependencies its 503 names (sorted), or `no answer`. */
 async function readiness(stack: BenchStack, name: ServiceName): Promise<string> {
-  const service = stack.services.services.find((candidate) => candidate.name === name);
+  const service = firstProcessOf(stack, name);
   try {
     const response = await fetch(`http://127.0.0.1:${service?.opsPort}/readyz`, {
       signal: AbortSignal.timeout(5_000),
@@ -187,8 +207,13 @@ function signalIfAlive(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** A service's first process: the one a fault hits when it runs several (REPLICA_FAULTS). */
+function firstProcessOf(stack: BenchStack, name: ServiceName) {
+  return stack.services.services.find((service) => service.name === name && service.replica === 1);
+}
+
 function servicePid(stack: BenchStack, name: ServiceName): number {
-  const pid = stack.services.services.find((service) => service.name === name)?.pid();
+  const pid = firstProcessOf(stack, name)?.pid();
   if (pid === undefined) throw new Error(`${name} is not running`);
   return pid;
 }
@@ -201,7 +226,7 @@ function serverPid(stack: BenchStack, name: ServerName): number {
 
 /** Waits (up to 30 s) until the worker reports a queued job in flight; false if it never does. */
 async function untilRunningAJob(stack: BenchStack, name: ServiceName): Promise<boolean> {
-  const service = stack.services.services.find((candidate) => candidate.name === name);
+  const service = firstProcessOf(stack, name);
   for (let check = 0; check < 300; check++) {
     try {
       const metrics = await (

@@ -7,6 +7,7 @@ import { bundleServices } from '../build/bundle';
 import type { InfrastructureEndpoints } from '../infra/launcher';
 import { freePort, httpOk, spawnOwned, stopProcess } from '../infra/processes';
 import { PROJECT_ROOT } from '../infra/provision';
+import { startRoundRobinProxy } from './round-robin-proxy';
 
 import { SERVICE_NAMES, type ServiceName } from './service-names';
 
@@ -14,6 +15,8 @@ export { SERVICE_NAMES, type ServiceName };
 
 export interface RunningService {
   name: ServiceName;
+  /** Which process of the service: 1, or 1 to `replicas` (ServicesOptions). */
+  replica: number;
   opsPort: number;
   pid(): number | undefined;
   restarts: number;
@@ -42,6 +45,12 @@ export interface ServicesOptions {
    * measured that way.
    */
   runtime?: 'source' | 'bundle';
+  /**
+   * Processes per service (default 1). With more, the gateway's replicas listen on ports of
+   * their own behind a round-robin proxy on `publicPort` and `adminPort`, as a Kubernetes
+   * Service spreads connections over pods.
+   */
+  replicas?: number;
 }
 
 /**
@@ -61,29 +70,45 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
     S3_REGION: infrastructure.s3.region,
     OPS_HOST: '127.0.0.1',
     HOST: '127.0.0.1',
-    PORT: String(options.publicPort),
-    ADMIN_PORT: String(options.adminPort),
     // The local stack lets a developer receive webhooks on their own machine.
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
     ...options.env,
   };
   let stopping = false;
+  const replicas = options.replicas ?? 1;
+  const gatewayPorts = await gatewayPortsOf(options, replicas);
   const supervised = await Promise.all(
-    SERVICE_NAMES.map(async (name) => {
-      const opsPort = await freePort();
-      const ownEnv = name === 'worker-image' ? imageWorkerAllocatorEnv() : {};
-      return new SupervisedService(
-        name,
-        opsPort,
-        { ...shared, ...ownEnv, OPS_PORT: String(opsPort) },
-        options.runtime ?? 'source',
-        options.onLine,
-        () => stopping,
-      );
-    }),
+    SERVICE_NAMES.flatMap((name) =>
+      gatewayPorts.map(async (ports, index) => {
+        const opsPort = await freePort();
+        const ownEnv = name === 'worker-image' ? imageWorkerAllocatorEnv() : {};
+        return new SupervisedService(
+          name,
+          index + 1,
+          opsPort,
+          { ...shared, ...ownEnv, ...ports, OPS_PORT: String(opsPort) },
+          options.runtime ?? 'source',
+          options.onLine,
+          () => stopping,
+        );
+      }),
+    ),
   );
   for (const service of supervised) service.start();
+  const proxies =
+    replicas === 1
+      ? []
+      : await Promise.all([
+          startRoundRobinProxy(
+            options.publicPort,
+            gatewayPorts.map((ports) => Number(ports.PORT)),
+          ),
+          startRoundRobinProxy(
+            options.adminPort,
+            gatewayPorts.map((ports) => Number(ports.ADMIN_PORT)),
+          ),
+        ]);
 
   return {
     services: supervised,
@@ -110,9 +135,30 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
       // The gateway first so no new work arrives, then everything else together.
       const gateway = supervised.filter((service) => service.name === 'gateway');
       await Promise.all(gateway.map((service) => service.stop()));
+      await Promise.all(proxies.map((proxy) => proxy.stop()));
       await Promise.all(supervised.map((service) => service.stop()));
     },
   };
+}
+
+/**
+ * The public and admin ports of each gateway replica (and the same pair for every process of the
+ * other services, which do not listen on them): the stack's own ports for a single replica, free
+ * ones behind the proxy for several.
+ */
+async function gatewayPortsOf(
+  options: ServicesOptions,
+  replicas: number,
+): Promise<Array<{ PORT: string; ADMIN_PORT: string }>> {
+  if (replicas === 1) {
+    return [{ PORT: String(options.publicPort), ADMIN_PORT: String(options.adminPort) }];
+  }
+  return Promise.all(
+    Array.from({ length: replicas }, async () => ({
+      PORT: String(await freePort()),
+      ADMIN_PORT: String(await freePort()),
+    })),
+  );
 }
 
 /**
@@ -133,6 +179,7 @@ class SupervisedService implements RunningService {
 
   constructor(
     readonly name: ServiceName,
+    readonly replica: number,
     readonly opsPort: number,
     private readonly env: Record<string, string | undefined>,
     private readonly runtime: 'source' | 'bundle',

@@ -15,6 +15,10 @@ import { type RunningServices, SERVICE_NAMES, startServices } from './services';
 const dataDir = resolve(PROJECT_ROOT, process.env.TAMP_DATA_DIR ?? '.data');
 const publicPort = Number(process.env.PORT ?? 8080);
 const adminPort = Number(process.env.ADMIN_PORT ?? 8081);
+/** Processes per service, the gateway's behind a round-robin proxy (docs/load-and-faults.md). */
+const replicas = Number(process.env.TAMP_REPLICAS ?? 1);
+/** NATS servers: one, or a JetStream cluster of this many on loopback. */
+const natsNodes = Number(process.env.TAMP_NATS_NODES ?? 1);
 const width = Math.max(...SERVICE_NAMES.map((name) => name.length), 'tamp'.length);
 const say = (message: string) => process.stdout.write(`${prefixFor('tamp', width)} ${message}\n`);
 
@@ -27,7 +31,7 @@ await runInForeground({
     await provisionTools('stack', (message) => say(message));
     await mkdir(dataDir, { recursive: true });
     await stopLeftovers();
-    infrastructure = await launchInfrastructure({ dataDir });
+    infrastructure = await launchInfrastructure({ dataDir, natsNodes });
     say(
       `infrastructure up: ${infrastructure.natsUrl} ${infrastructure.mongoUrl} ${infrastructure.s3.endpoint}`,
     );
@@ -36,6 +40,7 @@ await runInForeground({
       infrastructure,
       publicPort,
       adminPort,
+      replicas,
       env: {
         ADMIN_TOKEN: adminToken,
         // A local stop stays within 15 s: workers hand back what they cannot finish in 5 s.
@@ -63,6 +68,7 @@ await runInForeground({
           })),
           services: services.services.map((service) => ({
             name: service.name,
+            replica: service.replica,
             pid: service.pid(),
             opsPort: service.opsPort,
           })),
