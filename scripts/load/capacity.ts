@@ -2,12 +2,15 @@
  * How many jobs per second this stack sustains, per kind of job, on this machine:
  *
  *   node --import tsx scripts/load/capacity.ts [--kinds text-queued,audio-3s] [--scale 1]
+ *     [--replicas 2]
  *
  * Starts fresh servers and every service (as `npm start` does), then for each kind on its own:
  * queued kinds get a burst of N creations and the rate is N ÷ (first creation → last job
  * terminal), i.e. the pipeline's drain rate at saturation; inline kinds get a closed loop of
  * concurrent clients for a fixed time. Creation latency (p50/p99, retries included) is measured
- * under that same load. Prints one table; nothing is asserted.
+ * under that same load. `--replicas N` runs N processes of every service (startServices), to
+ * check the capacity model (docs/capacity.md) against more than one replica. Prints one table;
+ * nothing is asserted.
  */
 import { parseArgs } from 'node:util';
 import pLimit from 'p-limit';
@@ -125,12 +128,18 @@ async function main(): Promise<void> {
     options: {
       kinds: { type: 'string', default: JOB_KIND_NAMES.join(',') },
       scale: { type: 'string', default: '1' },
+      replicas: { type: 'string', default: '1' },
     },
   });
   const names = values.kinds.split(',') as JobKindName[];
   const scale = Number(values.scale);
   const log = (message: string) => process.stderr.write(`${message}\n`);
-  const stack = await startBenchStack({ name: 'capacity', tools: workloadTools(names), log });
+  const stack = await startBenchStack({
+    name: 'capacity',
+    tools: workloadTools(names),
+    log,
+    replicas: Number(values.replicas),
+  });
   try {
     const kinds = await prepareWorkload(stack, stack.apiKey, names);
     const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
