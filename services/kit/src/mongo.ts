@@ -97,11 +97,18 @@ export async function loadMongoClient(): Promise<typeof MongoClient> {
  * 10 s heartbeat: an operation that meets a dead server marks it unknown at once and server
  * selection then checks every 500 ms, so a shorter heartbeat only costs idle CPU in every service.
  */
-export const MONGO_TIMEOUTS = {
+export const MONGO_CLIENT_OPTIONS = {
   serverSelectionTimeoutMS: 10_000,
   connectTimeoutMS: 5_000,
   socketTimeoutMS: 20_000,
   waitQueueTimeoutMS: 15_000,
+  // On a replica set: a write is acknowledged once a majority holds it, so a primary that fails
+  // over cannot take an acknowledged charge or transition with it; a write or read that meets a
+  // primary change is retried once on the new primary (the driver's defaults, stated because the
+  // exactly-once guarantees rely on them). A standalone server (FerretDB here) ignores all three.
+  writeConcern: { w: 'majority' },
+  retryWrites: true,
+  retryReads: true,
 } as const;
 
 /**
@@ -125,7 +132,7 @@ export async function connectMongo(options: {
   const clientOptions = {
     appName: options.appName,
     monitorCommands: options.monitorCommands ?? false,
-    ...MONGO_TIMEOUTS,
+    ...MONGO_CLIENT_OPTIONS,
   };
   let client = await new MongoClient(options.url, clientOptions).connect();
   const serialized = await isFerretDb(client);

@@ -18,7 +18,7 @@ import {
   connectMongo,
   type IndexSpecification,
   loadMongoClient,
-  MONGO_TIMEOUTS,
+  MONGO_CLIENT_OPTIONS,
   provisionIndexes,
 } from './mongo';
 import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
@@ -107,7 +107,7 @@ export class ServiceContext<Config extends ServiceEnv> {
 
   private async openMongoClient(url: string, appName: string, step: string) {
     const MongoClient = await loadMongoClient();
-    const client = await new MongoClient(url, { appName, ...MONGO_TIMEOUTS }).connect();
+    const client = await new MongoClient(url, { appName, ...MONGO_CLIENT_OPTIONS }).connect();
     this.shutdown.register(step, () => client.close());
     return client;
   }

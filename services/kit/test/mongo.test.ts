@@ -31,6 +31,17 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     { collection: 'api_keys', name: 'hash_unique', keys: { hash: 1 }, unique: true },
   ];
 
+  it('writes with majority write concern and retries writes and reads across a failover', async () => {
+    expect(client.options.writeConcern?.w).toBe('majority');
+    expect(client.options.retryWrites).toBe(true);
+    expect(client.options.retryReads).toBe(true);
+    // The standalone server the tests run against takes writes with it as they are.
+    const probe = db.collection<{ _id: string }>('write_concern');
+    await expect(probe.insertOne({ _id: 'majority' })).resolves.toMatchObject({
+      acknowledged: true,
+    });
+  });
+
   it('creates the indexes, and running again is harmless', async () => {
     await provisionIndexes(db, indexes);
     await provisionIndexes(db, indexes);
