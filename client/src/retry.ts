@@ -1,3 +1,4 @@
+import { exponentialDelayMs, type JitterBand, jitteredDelayMs } from '@tamp/proto';
 import { TampApiError } from './errors';
 
 export interface RetryPolicy {
@@ -20,6 +21,13 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 20_000,
   maxRetryAfterMs: 65_000,
 };
+
+/**
+ * Full jitter: a backoff delay is drawn anywhere between nothing and its nominal value. The
+ * services wait with equal jitter (at least half; docs/decisions.md#retries), but an SDK's
+ * callers are many independent clients, whose retries full jitter spreads the most.
+ */
+const FULL_JITTER: JitterBand = Object.freeze({ low: 0, high: 1 });
 
 /** Why a request is being sent again. */
 export type RetryReason = 'RATE_LIMITED' | 'IDEMPOTENCY_KEY_IN_USE' | 'UNAVAILABLE' | 'network';
@@ -55,7 +63,8 @@ export function isNetworkFailure(failure: unknown): boolean {
 /**
  * Milliseconds to wait before retry number `retry` (1-based), or undefined when the server asks
  * for longer than the policy allows. `Retry-After` is a minimum: a little jitter is added so
- * that many workers limited at once do not all come back in the same millisecond.
+ * that many workers limited at once do not all come back in the same millisecond. Delays and
+ * jitter are @tamp/proto's (backoff.ts), the ones the services use, with the SDK's own bands.
  */
 export function retryDelayMs(
   retry: number,
@@ -66,10 +75,11 @@ export function retryDelayMs(
   if (retryAfterSeconds !== undefined) {
     const asked = retryAfterSeconds * 1000;
     if (asked > policy.maxRetryAfterMs) return undefined;
-    return asked + random() * Math.min(1000, asked * 0.1);
+    // Up to 10 % more than asked, and never more than a second more.
+    return jitteredDelayMs(asked, random, { low: 1, high: 1 + Math.min(0.1, 1000 / asked) });
   }
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
-  return random() * ceiling;
+  const nominal = exponentialDelayMs(policy.baseDelayMs, retry - 1, policy.maxDelayMs);
+  return jitteredDelayMs(nominal, random, FULL_JITTER);
 }
 
 /** `Retry-After` as seconds from now: delta-seconds or an HTTP date (RFC 9110). */

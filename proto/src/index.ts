@@ -1,4 +1,5 @@
 export * from './api';
+export * from './backoff';
 export * from './contracts/billing';
 export * from './contracts/endpoint';
 export * from './contracts/job';

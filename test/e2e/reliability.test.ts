@@ -19,7 +19,10 @@ import { assertStaysTrue } from '../support/stays-true';
  * (credits) and the EVENTS stream (job.completed / job.failed), besides the public API.
  */
 
-/** Backoff base: 3 s, 6 s, 12 s between attempts. Large enough for the restore in test 3. */
+/**
+ * Backoff base: at most 3 s, 6 s, 12 s between attempts, and at least half of each (equal
+ * jitter). Large enough for the restore in test 3.
+ */
 const RETRY_BASE_MS = 3_000;
 
 let stack: TestStack;
@@ -289,7 +292,7 @@ describe('a job failing on its first attempt only', () => {
     const creditsBefore = await credits();
     const jobId = await createAudioJob(audioId);
 
-    // Attempt 1 fails on the missing object; the retry is 3 s away.
+    // Attempt 1 fails on the missing object; the retry is 1.5 to 3 s away.
     const retrying = await until(
       'the first failed attempt',
       30_000,

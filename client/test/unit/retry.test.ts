@@ -46,6 +46,18 @@ describe('how long to wait', () => {
     expect(retryDelayMs(1, 2, DEFAULT_RETRY_POLICY, () => 1)).toBe(2_200);
   });
 
+  it('draws whole milliseconds inside the bands, a Retry-After of 0 included', () => {
+    expect(retryDelayMs(1, 0, DEFAULT_RETRY_POLICY, () => 1)).toBe(0);
+    expect(retryDelayMs(1, 30, DEFAULT_RETRY_POLICY, () => 0.5)).toBe(30_500);
+    expect(retryDelayMs(2, undefined, DEFAULT_RETRY_POLICY, () => 0.3333)).toBe(333);
+    for (let retry = 1; retry <= 8; retry++) {
+      const delay = retryDelayMs(retry, undefined, DEFAULT_RETRY_POLICY)!;
+      expect(Number.isInteger(delay)).toBe(true);
+      expect(delay).toBeGreaterThanOrEqual(0);
+      expect(delay).toBeLessThanOrEqual(Math.min(20_000, 500 * 2 ** (retry - 1)));
+    }
+  });
+
   it('a Retry-After beyond the policy is not waited for', () => {
     expect(retryDelayMs(1, 3600, DEFAULT_RETRY_POLICY)).toBeUndefined();
   });

@@ -11,7 +11,10 @@ export const configSchema = z.object({
   ...mongoEnv,
   ...s3Env,
   // docs/decisions.md#lifecycle-and-attempts: exponential backoff with a 2 s base.
-  /** Retry backoff base: attempt n waits base × 2^(n-1). */
+  /**
+   * Retry backoff base: after failed attempt n the retry waits base × 2^(n-1) at most, and at
+   * least half of that (equal jitter, so the jobs of one failing burst do not retry together).
+   */
   JOB_RETRY_BASE_MS: milliseconds.default(2_000),
   /** How long an inline worker may take before the job is queued instead (spec: 10 s). */
   JOB_INLINE_TIMEOUT_MS: milliseconds.default(LIMITS.inlineReplyTimeoutMs),

@@ -26,6 +26,8 @@ export interface JobServiceDependencies {
   settings: JobSettings;
   /** The service's notion of now (tests move it to reach retention or staleness). */
   clock?: () => Date;
+  /** Jitter source of the retry backoff; Math.random unless a test fixes it. */
+  random?: () => number;
   metrics?: JobOutcomeMetrics;
 }
 
@@ -67,7 +69,7 @@ export async function startJobService(
     logger,
   });
   const creation = new JobCreation(admission, jobs, admissions, claims, reads, settings, clock);
-  const attempts = new JobAttempts(jobs, settlement, settings, clock, logger);
+  const attempts = new JobAttempts(jobs, settlement, settings, clock, logger, dependencies.random);
   const sweeper = new Sweeper({
     jobs,
     claims,

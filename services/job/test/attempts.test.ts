@@ -7,7 +7,11 @@ import { audioRequest, CONFIRMED, imageRequest, JobHarness, newAccount } from '.
 const harness = new JobHarness();
 const accountId = newAccount();
 
-beforeAll(() => harness.start({ retryBaseMs: 250 }));
+beforeAll(() => {
+  // The bottom of the jitter band: every retry waits half its nominal backoff (250 ms doubling).
+  harness.random = () => 0;
+  return harness.start({ retryBaseMs: 250 });
+});
 afterAll(() => harness.stop());
 
 async function queuedAudioJob(extra: Parameters<typeof audioRequest>[2] = {}): Promise<string> {
@@ -103,7 +107,7 @@ describe('worker transitions', () => {
   it('retries a failed attempt with exponential backoff, then completes without a refund', async () => {
     const jobId = await queuedAudioJob();
     await begin(jobId, 1);
-    expect(await fail(jobId, 1)).toEqual({ status: 'pending', retryInMs: 250 });
+    expect(await fail(jobId, 1)).toEqual({ status: 'pending', retryInMs: 125 });
     expect(await stored(jobId)).toMatchObject({
       status: 'pending',
       attempts: 1,
@@ -112,7 +116,7 @@ describe('worker transitions', () => {
     // A repeated report of the same failure changes nothing.
     expect((await fail(jobId, 1)).status).toBe('pending');
     expect((await begin(jobId, 2)).action).toBe('run');
-    expect(await fail(jobId, 2)).toEqual({ status: 'pending', retryInMs: 500 });
+    expect(await fail(jobId, 2)).toEqual({ status: 'pending', retryInMs: 250 });
     expect((await begin(jobId, 3)).action).toBe('run');
     expect(await complete(jobId, 3)).toEqual({ accepted: true });
     expect((await getJob(jobId)).status).toBe('completed');
@@ -137,7 +141,7 @@ describe('worker transitions', () => {
       'pending',
       'failed',
     ]);
-    expect(outcomes.map((outcome) => outcome.retryInMs)).toEqual([250, 500, 1000, 0]);
+    expect(outcomes.map((outcome) => outcome.retryInMs)).toEqual([125, 250, 500, 0]);
     // Late or repeated reports do not fail it twice.
     await fail(jobId, 4);
     expect(await begin(jobId, 5)).toEqual({ action: 'skip' });

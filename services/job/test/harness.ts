@@ -70,6 +70,8 @@ export class JobHarness {
   private readonly refunded = new Set<string>();
   /** How long the billing double takes to answer a reservation (applied before answering). */
   reserveDelayMs = 0;
+  /** Jitter source of the service's retry backoff (tests fix it to know the delays). */
+  random: () => number = Math.random;
   /** While true the billing double answers nothing (billing down). */
   billingDown = false;
   /** Upload double: consumable uploads by id. */
@@ -108,6 +110,7 @@ export class JobHarness {
         ...settings,
       },
       metrics: jobOutcomeMetrics(this.metrics),
+      random: () => this.random(),
     });
     this.rpc = new Rpc(this.peerNats, this.topology, logger);
   }

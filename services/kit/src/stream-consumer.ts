@@ -1,6 +1,6 @@
 import { type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ConsumerDefinition } from '@tamp/proto';
+import { type ConsumerDefinition, jitteredDelayMs } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { readMessage } from './rpc';
@@ -19,7 +19,11 @@ interface CommonOptions<Schema extends z.ZodType> {
   consumer: ConsumerDefinition;
   /** Every message's body; one that does not match is terminated, never redelivered. */
   schema: Schema;
-  /** Delay of a redelivery asked for by `retry` or by a handler that threw. */
+  /**
+   * Delay of a redelivery asked for by `retry` or by a handler that threw: at most this, at
+   * least half of it (equal jitter, proto's backoff.ts), so the messages refused together while
+   * a peer was down do not all come back at the same moment.
+   */
   retryDelayMs: number;
   /** Messages JetStream may hand to this process ahead of the ones being handled. */
   maxMessages: number;
@@ -109,7 +113,7 @@ export async function consumeStream<Schema extends z.ZodType>(
               () => undefined,
               () => message.ack(),
             )
-          : message.nak(options.retryDelayMs),
+          : message.nak(jitteredDelayMs(options.retryDelayMs, Math.random)),
       ),
     );
   }

@@ -3,6 +3,7 @@ import {
   type JobMetrics,
   type JobWorkMessage,
   LIMITS,
+  type RandomSource,
   ServiceError,
   type UsageDimensions,
   withCompressionRatio,
@@ -52,6 +53,8 @@ export class JobAttempts {
     private readonly settings: { retryBaseMs: number },
     private readonly clock: () => Date,
     private readonly logger: Logger,
+    /** Jitter source of the retry backoff. */
+    private readonly random: RandomSource = Math.random,
   ) {}
 
   async begin(
@@ -239,6 +242,7 @@ export class JobAttempts {
         maxAttempts: LIMITS.attempts,
         retryBaseMs: settings.retryBaseMs,
         now,
+        random: this.random,
       });
       switch (decision.kind) {
         case 'ignore':

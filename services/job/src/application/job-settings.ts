@@ -1,6 +1,6 @@
 /** Tunables; defaults come from config.ts (and proto's LIMITS). */
 export interface JobSettings {
-  /** Base of the retry backoff: attempt n waits base × 2^(n-1). */
+  /** Base of the retry backoff: attempt n waits base × 2^(n-1) at most (equal jitter). */
   retryBaseMs: number;
   /** How long an inline worker may take before the job is queued instead. */
   inlineReplyTimeoutMs: number;

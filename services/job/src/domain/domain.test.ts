@@ -40,7 +40,8 @@ describe('begin decisions', () => {
 
 describe('failure decisions', () => {
   const now = new Date('2030-01-01T00:00:00Z');
-  const options = { maxAttempts: 4, retryBaseMs: 2000, now };
+  /** The top of the jitter band: the nominal backoff itself. */
+  const options = { maxAttempts: 4, retryBaseMs: 2000, now, random: () => 0.999_999 };
   const job = (status: JobDocument['status'], attempts: number, retryAt: Date | null = null) => ({
     status,
     attempts,
@@ -66,6 +67,24 @@ describe('failure decisions', () => {
       kind: 'fail',
       attempt: 1,
     });
+  });
+
+  it('jitters the backoff between half of it and all of it, from the random source it is given', () => {
+    const retryIn = (attempt: number, random: () => number) => {
+      const decision = decideFailure(job('processing', attempt), attempt, false, {
+        ...options,
+        random,
+      });
+      return decision.kind === 'retry' ? decision.delayMs : undefined;
+    };
+    expect([1, 2, 3].map((attempt) => retryIn(attempt, () => 0))).toEqual([1000, 2000, 4000]);
+    expect([1, 2, 3].map((attempt) => retryIn(attempt, () => 0.5))).toEqual([1500, 3000, 6000]);
+    const delays = new Set(Array.from({ length: 200 }, () => retryIn(3, Math.random)));
+    expect(delays.size).toBeGreaterThan(1);
+    for (const delay of delays) {
+      expect(delay).toBeGreaterThanOrEqual(4000);
+      expect(delay).toBeLessThanOrEqual(8000);
+    }
   });
 
   it('treats a repeated report as recorded and terminal jobs as final', () => {

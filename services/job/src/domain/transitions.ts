@@ -1,4 +1,4 @@
-import type { JobStatus } from '@tamp/proto';
+import { type JobStatus, jitteredDelayMs, type RandomSource } from '@tamp/proto';
 import { retryDelayMs } from './backoff';
 import { isTerminal } from './job';
 
@@ -52,7 +52,7 @@ export type FailureDecision =
   | { kind: 'ignore' }
   /** This failure was already recorded (a retried call); the retry is due in `retryInMs`. */
   | { kind: 'recorded'; retryInMs: number }
-  /** Back to `pending`; the worker retries after `delayMs`. */
+  /** Back to `pending`; the worker retries after `delayMs` (the backoff, jittered). */
   | { kind: 'retry'; attempt: number; delayMs: number }
   /** Permanent failure or the last attempt: the job fails and is refunded. */
   | { kind: 'fail'; attempt: number };
@@ -61,7 +61,7 @@ export function decideFailure(
   job: AttemptState & { retryAt: Date | null },
   attempt: number,
   permanent: boolean,
-  options: { maxAttempts: number; retryBaseMs: number; now: Date },
+  options: { maxAttempts: number; retryBaseMs: number; now: Date; random: RandomSource },
 ): FailureDecision {
   if (isTerminal(job.status)) return { kind: 'ignore' };
   if (job.status === 'pending' && attempt <= job.attempts) {
@@ -70,7 +70,10 @@ export function decideFailure(
   }
   const failed = Math.max(attempt, job.attempts);
   if (permanent || failed >= options.maxAttempts) return { kind: 'fail', attempt: failed };
-  return { kind: 'retry', attempt: failed, delayMs: retryDelayMs(options.retryBaseMs, failed) };
+  // Equal jitter (proto's backoff.ts): between half the backoff and all of it, so the jobs of
+  // one failing burst do not all come back at the same moment, and never later than documented.
+  const delayMs = jitteredDelayMs(retryDelayMs(options.retryBaseMs, failed), options.random);
+  return { kind: 'retry', attempt: failed, delayMs };
 }
 
 /** Which states may complete: a running attempt, or a late success of an attempt given up on. */

@@ -1,7 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Consumer, type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { ConsumerDefinition, ConsumerName, Topology } from '@tamp/proto';
+import {
+  type ConsumerDefinition,
+  type ConsumerName,
+  jitteredDelayMs,
+  type Topology,
+} from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Rpc } from '../rpc';
@@ -61,6 +66,10 @@ export interface JobWorker {
 export const FETCH_EXPIRES_MS = 5_000;
 /** How often a worker whose resources are taken looks again. */
 const RESOURCE_RECHECK_MS = 500;
+/** After a failed pull, the next one comes within this (equal jitter, proto's backoff.ts). */
+const PULL_RETRY_MS = 1_000;
+/** A delivery whose handling crashed comes back within this (equal jitter). */
+const CRASH_REDELIVERY_MS = 2_000;
 
 /**
  * Runs queued jobs from a JOBS pull consumer (each delivery: QueuedDelivery). Pulls only what it
@@ -166,9 +175,10 @@ class QueuedJobWorker implements JobWorker {
         for await (const msg of batch) this.dispatch(msg);
       } catch (error) {
         if (this.stopping) break;
-        // NATS down or restarting: the client reconnects by itself; pull again shortly.
+        // NATS down or restarting: the client reconnects by itself; pull again shortly (in
+        // 0.5 to 1 s, jittered so the workers do not all pull at once when it is back).
         this.logger.warn({ err: error }, 'pulling jobs failed; retrying');
-        await sleep(1_000);
+        await sleep(jitteredDelayMs(PULL_RETRY_MS, Math.random));
       }
     }
   }
@@ -204,7 +214,7 @@ class QueuedJobWorker implements JobWorker {
       .catch((error: unknown) => {
         // Not the pipeline (whose failures are reported): a bug. Redeliver after a pause.
         this.logger.error({ err: error, jobId: delivery.jobId }, 'job handling crashed');
-        if (!delivery.handedBack) msg.nak(2_000);
+        if (!delivery.handedBack) msg.nak(jitteredDelayMs(CRASH_REDELIVERY_MS, Math.random));
       })
       .finally(() => {
         this.running.delete(entry);

@@ -1,5 +1,5 @@
 import type { JsMsg } from '@nats-io/jetstream';
-import { type JobWorkMessage, jobEndpoints, jobWorkMessage } from '@tamp/proto';
+import { type JobWorkMessage, jitteredDelayMs, jobEndpoints, jobWorkMessage } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { type Rpc, readMessage } from '../rpc';
 import { annotateActiveSpan, markActiveSpanFailed } from '../tracing';
@@ -23,7 +23,10 @@ export interface DeliverySettings {
 
 /** Telling the job service about a hand-back must not hold up a shutdown for long. */
 const HAND_BACK_TIMEOUT_MS = 2_000;
-/** How long a job set aside because a dependency failed waits before it is delivered again. */
+/**
+ * How long a job set aside because a dependency failed waits before it is delivered again, at
+ * most (equal jitter: the jobs set aside by one outage do not all return at the same moment).
+ */
 const SET_ASIDE_DELAY_MS = 5_000;
 /** `heartbeat()` from a runner extends the lease at most this often. */
 const MIN_HEARTBEAT_GAP_MS = 1_000;
@@ -233,7 +236,7 @@ export class QueuedDelivery {
     );
     if (answer === undefined) return true;
     if (!answer.accepted) return false;
-    this.msg.nak(SET_ASIDE_DELAY_MS);
+    this.msg.nak(jitteredDelayMs(SET_ASIDE_DELAY_MS, Math.random));
     this.settings.record('handed_back');
     return true;
   }

@@ -5,10 +5,11 @@ import {
   jetstreamManager,
 } from '@nats-io/jetstream';
 import { connectNats, type NatsConnection } from '@tamp/kit';
-import { type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
+import { jitteredDelayMs, type Pipeline, type Topology, WORKER_SERVICES } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { BacklogReading } from '../domain/plan';
 
+/** The next try of a first connection comes within this (equal jitter, proto's backoff.ts). */
 const RECONNECT_DELAY_MS = 2_000;
 
 /**
@@ -76,7 +77,10 @@ export class JetStreamBacklog {
     } catch (error) {
       if (this.stopped) return;
       logger.warn({ err: error }, 'NATS not reachable; retrying');
-      this.retryTimer = setTimeout(() => void this.connect(), RECONNECT_DELAY_MS);
+      this.retryTimer = setTimeout(
+        () => void this.connect(),
+        jitteredDelayMs(RECONNECT_DELAY_MS, Math.random),
+      );
     }
   }
 

@@ -1,3 +1,4 @@
+import { type JitterBand, jitteredDelayMs, type RandomSource } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { LeaseStore } from '../adapters/kubernetes';
 import { claim, heldByAnother, type LeaseObservation, observe, release } from '../domain/lease';
@@ -9,6 +10,13 @@ export interface LeaderElectionOptions {
   renewDeadlineMs: number;
   retryPeriodMs: number;
 }
+
+/**
+ * A candidate that did not get the lease waits the retry period stretched by up to 20 %
+ * (client-go's JitterFactor 1.2), so candidates that found the lease taken together do not all
+ * try again together; a leader renews exactly every retry period.
+ */
+const CANDIDATE_JITTER: JitterBand = Object.freeze({ low: 1, high: 1.2 });
 
 export interface LeadershipCallbacks {
   onStartedLeading(): void;
@@ -38,6 +46,7 @@ export class LeaderElector {
     private readonly options: LeaderElectionOptions,
     private readonly callbacks: LeadershipCallbacks,
     private readonly logger: Logger,
+    private readonly random: RandomSource = Math.random,
   ) {}
 
   /** True while this process holds a lease it renewed within the renew deadline. */
@@ -76,7 +85,10 @@ export class LeaderElector {
       } else if (this.lastRenewedMs !== undefined && !this.isLeader) {
         this.loseLeadership('could not renew the lease within the renew deadline');
       }
-      await this.sleep(this.options.retryPeriodMs * (acquired ? 1 : 1 + Math.random() * 0.2));
+      const { retryPeriodMs } = this.options;
+      await this.sleep(
+        acquired ? retryPeriodMs : jitteredDelayMs(retryPeriodMs, this.random, CANDIDATE_JITTER),
+      );
     }
   }
 

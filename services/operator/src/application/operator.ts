@@ -1,5 +1,5 @@
 import type { V1Deployment } from '@kubernetes/client-node';
-import type { Pipeline } from '@tamp/proto';
+import { jitteredDelayMs, type Pipeline, type RandomSource } from '@tamp/proto';
 import type { Logger } from 'pino';
 import type { CachedInformer, KubernetesApi } from '../adapters/kubernetes';
 import type { BacklogReading } from '../domain/plan';
@@ -20,6 +20,8 @@ export interface OperatorOptions {
   logger: Logger;
   /** The reconcilers' clock (see ReconcilerDependencies.clock); the system clock when absent. */
   clock?: () => Date;
+  /** Jitter source of every retry delay (proto's backoff.ts); Math.random when absent. */
+  random?: RandomSource;
 }
 
 /**
@@ -38,9 +40,11 @@ export class Operator {
   private queue: WorkQueue | undefined;
   private workers: Promise<void>[] = [];
   private stopping = false;
+  private readonly random: RandomSource;
 
   constructor(private readonly options: OperatorOptions) {
     const { api, election, logger, metrics } = options;
+    this.random = options.random ?? Math.random;
     this.pools = api.workerPoolInformer();
     this.deployments = api.deploymentInformer();
     this.elector = new LeaderElector(
@@ -51,6 +55,7 @@ export class Operator {
         onStoppedLeading: () => this.stopLeading(),
       },
       logger,
+      this.random,
     );
     this.reconciler = new Reconciler({
       api,
@@ -87,7 +92,7 @@ export class Operator {
   private startLeading(): void {
     if (this.stopping) return;
     this.options.metrics.leading(true);
-    const queue = new WorkQueue();
+    const queue = new WorkQueue(this.random);
     this.queue = queue;
     this.workers = Array.from({ length: this.options.concurrency }, () => this.work(queue));
     for (const pool of this.pools.list()) queue.add(pool.metadata.name);
@@ -156,8 +161,9 @@ export class Operator {
 
   /**
    * client-node's informer stops for good after an error (a failed list, a broken watch):
-   * restart it with a growing delay, reset once a start succeeds. Resolves at the first
-   * successful start, when the cache holds a full list.
+   * restart it with a growing delay (1 s doubling up to 30 s, with equal jitter so the replicas
+   * do not all list again at the same moment after an API server outage), reset once a start
+   * succeeds. Resolves at the first successful start, when the cache holds a full list.
    */
   private keepRunning(
     name: string,
@@ -184,7 +190,7 @@ export class Operator {
         if (this.stopping) return;
         metrics.failed('informer');
         logger.warn({ err: error, informer: name, delayMs }, 'list or watch failed; restarting');
-        setTimeout(() => void attempt(), delayMs);
+        setTimeout(() => void attempt(), jitteredDelayMs(delayMs, this.random));
         delayMs = Math.min(delayMs * 2, INFORMER_RETRY_MS.max);
       });
       void attempt();

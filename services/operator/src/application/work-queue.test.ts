@@ -30,6 +30,18 @@ describe('WorkQueue', () => {
     queue.shutDown();
   });
 
+  it('retries a failed key after a backoff jittered from its random source', async () => {
+    let draws = 0;
+    const queue = new WorkQueue(() => {
+      draws += 1;
+      return 0; // the bottom of the band: half of the first 250 ms
+    });
+    queue.addRateLimited('a');
+    expect(draws).toBe(1);
+    expect(await queue.get()).toBe('a');
+    queue.shutDown();
+  });
+
   it('keeps the earliest of several delayed adds', async () => {
     const queue = new WorkQueue();
     queue.addAfter('a', 60_000);

@@ -1,3 +1,5 @@
+import { exponentialDelayMs, jitteredDelayMs, type RandomSource } from '@tamp/proto';
+
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_MAX_MS = 60_000;
 
@@ -15,6 +17,9 @@ export class WorkQueue {
   private readonly failures = new Map<string, number>();
   private readonly waiting: Array<(key: string | undefined) => void> = [];
   private closed = false;
+
+  /** `random`: the jitter source of the backoff (proto's backoff.ts). */
+  constructor(private readonly random: RandomSource = Math.random) {}
 
   add(key: string): void {
     if (this.closed || this.dirty.has(key)) return;
@@ -44,11 +49,15 @@ export class WorkQueue {
     this.delayed.set(key, { at, timer });
   }
 
-  /** Retries a failed key with exponential backoff (250 ms doubling up to a minute). */
+  /**
+   * Retries a failed key with exponential backoff (250 ms doubling up to a minute), with equal
+   * jitter, so the keys that failed together (an API server outage) are not retried together.
+   */
   addRateLimited(key: string): void {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    this.addAfter(key, Math.min(BACKOFF_BASE_MS * 2 ** failures, BACKOFF_MAX_MS));
+    const nominal = exponentialDelayMs(BACKOFF_BASE_MS, failures, BACKOFF_MAX_MS);
+    this.addAfter(key, jitteredDelayMs(nominal, this.random));
   }
 
   /** The key succeeded: its next failure starts the backoff afresh. */

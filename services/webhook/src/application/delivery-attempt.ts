@@ -6,7 +6,7 @@ import {
   markActiveSpanFailed,
   storedContext,
 } from '@tamp/kit';
-import type { TargetPolicy } from '@tamp/proto';
+import { jitteredDelayMs, type TargetPolicy } from '@tamp/proto';
 import type { AttemptDocument, AttemptRepository } from '../adapters/attempt-repository';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryDocument, DeliveryRepository } from '../adapters/delivery-repository';
@@ -25,7 +25,7 @@ export interface AttemptSettings {
   policy: TargetPolicy;
   /** Deadline of one attempt. */
   timeoutMs: number;
-  /** Wait before trying again when billing is unavailable. */
+  /** Wait before trying again when billing is unavailable (at most; equal jitter). */
   unavailableRetryMs: number;
   /** Recorded with every attempt. */
   instance: string;
@@ -195,7 +195,9 @@ export class DeliveryAttempt {
         .child({ jobId: delivery.jobId, event: delivery.event })
         .warn({ err: error }, 'billing unavailable; webhook attempt postponed');
       const now = this.clock();
-      const retryAt = new Date(now.getTime() + this.settings.unavailableRetryMs);
+      // Jittered, so the deliveries postponed by one outage do not all come back together.
+      const delayMs = jitteredDelayMs(this.settings.unavailableRetryMs, this.random);
+      const retryAt = new Date(now.getTime() + delayMs);
       await this.deliveries.release(delivery._id, claimId, retryAt, now);
       return retryAt;
     }

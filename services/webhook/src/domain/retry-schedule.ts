@@ -1,3 +1,5 @@
+import { type JitterBand, jitteredDelayMs } from '@tamp/proto';
+
 /**
  * Delays before each retry, measured from the previous attempt (docs/decisions.md#webhooks):
  * 15 s, 5 min, 30 min, 2 h, 5 h — about 7.6 h in all, so a receiver down for hours still
@@ -9,6 +11,16 @@ export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = Object.freeze([
 
 /** Each delay is spread by up to ±10 % so retries of many events do not arrive in lockstep. */
 export const RETRY_JITTER_RATIO = 0.1;
+
+/**
+ * The documented ±10 % (docs/decisions.md#webhooks) rather than the equal jitter of the other
+ * retry loops: the schedule's delays are promises to receivers ("about 15 s, then 5 min, …"),
+ * which a band from half the delay would break.
+ */
+const SCHEDULE_JITTER: JitterBand = Object.freeze({
+  low: 1 - RETRY_JITTER_RATIO,
+  high: 1 + RETRY_JITTER_RATIO,
+});
 
 /** Only these statuses carry a `Retry-After` that the scheduler honours. */
 export const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
@@ -47,9 +59,7 @@ export function nextRetryDelay(
   }
   const base = schedule[attemptNumber - 1];
   if (base === undefined) return null;
-  const unit = Math.min(Math.max(random(), 0), 1);
-  const factor = 1 + RETRY_JITTER_RATIO * (2 * unit - 1);
-  return Math.round(base * factor);
+  return jitteredDelayMs(base, random, SCHEDULE_JITTER);
 }
 
 /** Whether a response with this status may steer the next delay with `Retry-After`. */
