@@ -29,9 +29,16 @@ export const RESULT_CONTENT_TYPES: Readonly<Record<string, string>> = {
   txt: 'text/plain; charset=utf-8',
 };
 
+/**
+ * Every lifecycle rule Tamp writes has an ID starting with this, and a rule whose ID does is
+ * Tamp's: provisioning replaces those and keeps every other rule of the bucket (an operator's
+ * own) as it is.
+ */
+export const STORAGE_LIFECYCLE_RULE_ID_PREFIX = 'tamp-';
+
 /** Backstop expiry per key prefix; sweepers keep MongoDB in step before these fire. */
 export const STORAGE_LIFECYCLE_RULES = [
-  { id: 'expire-uploads', prefix: 'uploads/', days: 2 },
-  { id: 'expire-inputs', prefix: 'inputs/', days: 2 },
-  { id: 'expire-results', prefix: 'results/', days: 8 },
+  { id: 'tamp-expire-uploads', prefix: 'uploads/', days: 2 },
+  { id: 'tamp-expire-inputs', prefix: 'inputs/', days: 2 },
+  { id: 'tamp-expire-results', prefix: 'results/', days: 8 },
 ] as const;

@@ -6,6 +6,8 @@ import {
   loadConfig,
   mongoEnv,
   natsEnv,
+  objectStoreConfigFrom,
+  s3Env,
   serviceEnv,
   webhookTargetEnv,
   webhookTargetPolicyFrom,
@@ -70,5 +72,49 @@ describe('webhookTargetEnv', () => {
     expect(() =>
       loadConfig('svc', targets, { WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8,localhost' }),
     ).toThrow(/WEBHOOK_ALLOW_CIDRS: "localhost" is not a CIDR/);
+  });
+});
+
+describe('s3Env', () => {
+  const storage = z.object({ ...serviceEnv, ...s3Env });
+  const endpoint = { S3_ENDPOINT: 'http://minio:9000' };
+
+  it('takes static keys as a pair, or none for the AWS credential chain', () => {
+    const withKeys = objectStoreConfigFrom(
+      loadConfig('svc', storage, { ...endpoint, S3_ACCESS_KEY: 'key', S3_SECRET_KEY: 'secret' }),
+    );
+    expect(withKeys).toMatchObject({ accessKey: 'key', secretKey: 'secret' });
+    const withoutKeys = objectStoreConfigFrom(loadConfig('svc', storage, endpoint));
+    expect(withoutKeys.accessKey).toBeUndefined();
+    expect(withoutKeys.secretKey).toBeUndefined();
+  });
+
+  it('refuses one key without the other, naming the missing one, with the other problems', () => {
+    for (const [given, missing] of [
+      ['S3_ACCESS_KEY', 'S3_SECRET_KEY'],
+      ['S3_SECRET_KEY', 'S3_ACCESS_KEY'],
+    ] as const) {
+      const error = (() => {
+        try {
+          loadConfig('svc', storage, { ...endpoint, [given]: 'x', OPS_PORT: 'eighty' });
+        } catch (caught) {
+          return caught;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      const { problems } = error as ConfigError;
+      expect(problems).toHaveLength(2);
+      expect(problems[0]).toMatch(/^OPS_PORT/);
+      expect(problems[1]).toBe(
+        `${missing}: is not set while ${given} is. Set both for static keys, or neither to take ` +
+          'credentials from the AWS credential chain (IRSA, EKS Pod Identity, instance role)',
+      );
+    }
+  });
+
+  it('leaves the rule to schemas that read S3', () => {
+    expect(() =>
+      loadConfig('svc', z.object(serviceEnv), { S3_ACCESS_KEY: 'shared-config-map' }),
+    ).not.toThrow();
   });
 });

@@ -21,14 +21,44 @@ export function loadConfig<Schema extends z.ZodType>(
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<Schema> {
   const result = schema.safeParse(env);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const variable = issue.path.join('.') || '(environment)';
-    const received =
-      issue.code === 'invalid_type' && env[variable] === undefined ? 'missing' : issue.message;
-    return `${variable}: ${received === 'missing' ? 'is required but not set' : received}`;
-  });
+  const problems = result.success
+    ? []
+    : result.error.issues.map((issue) => {
+        const variable = issue.path.join('.') || '(environment)';
+        const received =
+          issue.code === 'invalid_type' && env[variable] === undefined ? 'missing' : issue.message;
+        return `${variable}: ${received === 'missing' ? 'is required but not set' : received}`;
+      });
+  problems.push(...sharedGroupProblems(schema, env));
+  if (result.success && problems.length === 0) return result.data;
   throw new ConfigError(service, problems);
+}
+
+/**
+ * Rules across the variables of a shared group, which spreading the group (`...s3Env`) cannot
+ * carry into a service's schema: checked for every schema that has the group's variables.
+ */
+function sharedGroupProblems(schema: z.ZodType, env: NodeJS.ProcessEnv): string[] {
+  const shape: Record<string, unknown> = schema instanceof z.ZodObject ? schema.shape : {};
+  const problems: string[] = [];
+  if ('S3_ACCESS_KEY' in shape && 'S3_SECRET_KEY' in shape) {
+    const problem = s3KeyPairProblem(env);
+    if (problem !== undefined) problems.push(problem);
+  }
+  return problems;
+}
+
+/** Static S3 keys come in pairs: one alone is a mistake, not a request for the chain. */
+function s3KeyPairProblem(env: NodeJS.ProcessEnv): string | undefined {
+  const given = (['S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const).filter(
+    (name) => env[name] !== undefined,
+  );
+  if (given.length !== 1) return undefined;
+  const missing = given[0] === 'S3_ACCESS_KEY' ? 'S3_SECRET_KEY' : 'S3_ACCESS_KEY';
+  return (
+    `${missing}: is not set while ${given[0]} is. Set both for static keys, or neither to ` +
+    'take credentials from the AWS credential chain (IRSA, EKS Pod Identity, instance role)'
+  );
 }
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -82,14 +112,32 @@ export const s3Env = {
   S3_ENDPOINT: z.url(),
   /** The endpoint clients reach; presigned URLs are signed for it. Defaults to S3_ENDPOINT. */
   S3_PUBLIC_ENDPOINT: z.url().optional(),
-  /** S3 credentials. */
-  S3_ACCESS_KEY: z.string().min(1),
-  /** S3 credentials. */
-  S3_SECRET_KEY: z.string().min(1),
+  /**
+   * Static S3 access key, set together with S3_SECRET_KEY (one alone is refused), or neither of
+   * them: the services then take their credentials from the AWS SDK's standard chain
+   * (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, a web identity token file as IRSA
+   * mounts it, ECS or EKS Pod Identity container credentials, instance metadata) and refresh
+   * temporary ones before they expire (see docs/kubernetes.md).
+   */
+  S3_ACCESS_KEY: z.string().min(1).optional(),
+  /** Static S3 secret key: set with S3_ACCESS_KEY, or neither (the AWS credential chain). */
+  S3_SECRET_KEY: z.string().min(1).optional(),
   /** S3 region. */
   S3_REGION: z.string().min(1).default('us-east-1'),
   /** S3 bucket. */
   S3_BUCKET: z.string().min(3).default('tamp'),
+  /**
+   * Whether the services provision the bucket at start: create it when it is missing, and merge
+   * Tamp's lifecycle rules (IDs starting with `tamp-`: expiry of `uploads/` and `inputs/` after
+   * 2 days, `results/` after 8) into its configuration, keeping every other rule and writing
+   * nothing when they are already there. `false`: the bucket and its rules are the operator's;
+   * the services only check that the bucket exists (HeadBucket) and do not start without it, and
+   * need no permission to create buckets or read or write lifecycle configurations.
+   */
+  S3_MANAGE_BUCKET: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((value) => value === 'true' || value === '1'),
 };
 
 /** Comma-separated CIDRs, e.g. `127.0.0.0/8,::1/128`; empty: none. */
@@ -142,7 +190,10 @@ export type NatsEnv = z.output<z.ZodObject<typeof natsEnv>>;
 export type MongoEnv = z.output<z.ZodObject<typeof mongoEnv>>;
 export type S3Env = z.output<z.ZodObject<typeof s3Env>>;
 
-/** The object-store settings of a service whose schema includes `s3Env`. */
+/**
+ * The object-store settings of a service whose schema includes `s3Env`; without the keys the
+ * store uses the AWS credential chain.
+ */
 export function objectStoreConfigFrom(config: S3Env) {
   return {
     endpoint: config.S3_ENDPOINT,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { type AgentOptions, Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
@@ -5,23 +6,30 @@ import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { Client, CopyDestinationOptions, CopySourceOptions } from 'minio';
+import { type LifecycleRule, planLifecycle, summarizeLifecycle } from './lifecycle-configuration';
+import {
+  awsCredentialChain,
+  IdentitySourceProvider,
+  type S3Identity,
+  type S3IdentitySource,
+} from './s3-credentials';
+
+export type { LifecycleRule } from './lifecycle-configuration';
 
 export interface ObjectStoreConfig {
   endpoint: string;
   /** Where clients reach storage; presigned URLs are signed for this host. */
   publicEndpoint?: string | undefined;
-  accessKey: string;
-  secretKey: string;
+  /**
+   * Static keys, both or neither (S3_ACCESS_KEY, S3_SECRET_KEY). Neither: the AWS SDK's standard
+   * credential chain (awsCredentialChain), e.g. a pod's IRSA or EKS Pod Identity role.
+   */
+  accessKey?: string | undefined;
+  secretKey?: string | undefined;
   region: string;
   bucket: string;
   /** See S3_IDLE_TIMEOUT_MS; tests shorten it. */
   idleTimeoutMs?: number;
-}
-
-export interface LifecycleRule {
-  id: string;
-  prefix: string;
-  days: number;
 }
 
 export interface StoredObject {
@@ -34,24 +42,41 @@ export interface StoredObject {
  * The one bucket Tamp keeps bytes in. Data-plane calls go through the `minio` client against the
  * in-cluster endpoint; presigned URLs are signed with the AWS SDK's own SigV4 signer because
  * minio-js leaves `content-type` and `content-length` out of presigned signatures, and uploads
- * bind both.
+ * bind both. Both take their credentials from one place: the static keys, or the AWS credential
+ * chain, whose temporary credentials (with their session token) each request and presign reads
+ * as they are at that moment.
  */
 export class ObjectStore {
   readonly bucket: string;
   private readonly client: Client;
   private signer: Promise<SignatureV4> | undefined;
   private readonly publicUrl: URL;
-  private readonly credentials: { region: string; accessKey: string; secretKey: string };
+  private readonly region: string;
+  /** The static keys, or the chain's provider (asked by the signer for every presign). */
+  private readonly credentials: S3Identity | S3IdentitySource;
 
   constructor(config: ObjectStoreConfig) {
     const endpoint = new URL(config.endpoint);
     this.bucket = config.bucket;
+    this.region = config.region;
+    const { accessKey, secretKey } = config;
+    if ((accessKey === undefined) !== (secretKey === undefined)) {
+      throw new Error(
+        'S3 credentials: give both the access key and the secret key (S3_ACCESS_KEY, ' +
+          'S3_SECRET_KEY), or neither to use the AWS credential chain',
+      );
+    }
+    this.credentials =
+      accessKey !== undefined && secretKey !== undefined
+        ? { accessKeyId: accessKey, secretAccessKey: secretKey }
+        : awsCredentialChain();
     this.client = new Client({
       endPoint: endpoint.hostname,
       port: endpoint.port === '' ? undefined : Number(endpoint.port),
       useSSL: endpoint.protocol === 'https:',
-      accessKey: config.accessKey,
-      secretKey: config.secretKey,
+      ...(typeof this.credentials === 'function'
+        ? { credentialsProvider: new IdentitySourceProvider(this.credentials).asClientOption() }
+        : { accessKey, secretKey }),
       region: config.region,
       pathStyle: true,
       transportAgent: idleTimeoutAgent(
@@ -60,7 +85,6 @@ export class ObjectStore {
       ),
     });
     this.publicUrl = new URL(config.publicEndpoint ?? config.endpoint);
-    this.credentials = config;
   }
 
   /**
@@ -72,11 +96,10 @@ export class ObjectStore {
       ([{ SignatureV4 }, { Hash }]) =>
         new SignatureV4({
           service: 's3',
-          region: this.credentials.region,
-          credentials: {
-            accessKeyId: this.credentials.accessKey,
-            secretAccessKey: this.credentials.secretKey,
-          },
+          region: this.region,
+          // A provider is asked on every presign: temporary credentials are current, and their
+          // session token goes into the URL (X-Amz-Security-Token).
+          credentials: this.credentials,
           sha256: Hash.bind(null, 'sha256'),
           // S3 canonical paths are encoded once, unlike other AWS services.
           uriEscapePath: false,
@@ -85,37 +108,100 @@ export class ObjectStore {
     return this.signer;
   }
 
-  /** Creates the bucket if missing and (re)applies the lifecycle rules; safe to repeat. */
-  async provision(rules: readonly LifecycleRule[]): Promise<void> {
+  /**
+   * Creates the bucket if it is missing and merges Tamp's lifecycle rules into its configuration
+   * (planLifecycle): the rules that are not Tamp's stay as they are, and nothing is written when
+   * Tamp's rules are already right, so a start against a provisioned bucket needs no write
+   * permission on its configuration and sends no write.
+   *
+   * Several replicas start at once, and each reads, merges and writes. S3 offers no conditional
+   * write of a lifecycle configuration, so two writes race and the last one wins; that is safe
+   * enough here because:
+   * - replicas of one version compute the same document from the same read (their rules are
+   *   fixed in code and the others are copied as read), so whichever write lands last, the
+   *   result is the same; a replica that read after another's write finds nothing to change;
+   * - a write replaces the whole configuration atomically, so no one ever sees half of one;
+   * - writes happen only while Tamp's rules differ (the first start, an upgrade that changes
+   *   them), so an operator's concurrent edit of their own rules can be lost only in that short
+   *   read-to-write window, never in steady state. Whoever needs a guarantee manages the bucket
+   *   itself (S3_MANAGE_BUCKET=false), and Tamp then writes nothing.
+   * Creating the bucket races too: losing that race (BucketAlreadyOwnedByYou) is success.
+   */
+  async provision(
+    rules: readonly LifecycleRule[],
+  ): Promise<{ createdBucket: boolean; lifecycle: 'unchanged' | 'written' | 'removed' }> {
+    let createdBucket = false;
     if (!(await this.client.bucketExists(this.bucket))) {
       try {
         await this.client.makeBucket(this.bucket);
+        createdBucket = true;
       } catch (error) {
         // Another replica may have created it in between.
         if (!isCode(error, 'BucketAlreadyOwnedByYou')) throw error;
       }
     }
-    if (rules.length === 0) {
-      await this.client.removeBucketLifecycle(this.bucket);
-      return;
+    const current = await this.lifecycleConfiguration();
+    const plan = planLifecycle(current?.xml, rules);
+    switch (plan.action) {
+      case 'none':
+        return { createdBucket, lifecycle: 'unchanged' };
+      case 'delete':
+        await this.client.removeBucketLifecycle(this.bucket);
+        return { createdBucket, lifecycle: 'removed' };
+      case 'put':
+        // Raw, not setBucketLifecycle: that takes minio-js's parsed form, which would not write
+        // others' rules back exactly as they were (see lifecycle-configuration.ts).
+        await this.client.makeRequestAsyncOmit(
+          {
+            method: 'PUT',
+            bucketName: this.bucket,
+            query: 'lifecycle',
+            headers: {
+              'Content-MD5': createHash('md5').update(plan.xml).digest('base64'),
+              // A bucket-wide setting that travels beside the document, not in it: sent back as
+              // read, so a write of the rules does not reset it to S3's default.
+              ...(current?.minimumObjectSize === undefined
+                ? {}
+                : { [MINIMUM_OBJECT_SIZE_HEADER]: current.minimumObjectSize }),
+            },
+          },
+          plan.xml,
+        );
+        return { createdBucket, lifecycle: 'written' };
     }
-    await this.client.setBucketLifecycle(this.bucket, {
-      Rule: rules.map((rule) => ({
-        ID: rule.id,
-        Status: 'Enabled',
-        Filter: { Prefix: rule.prefix },
-        Expiration: { Days: rule.days },
-      })),
-    });
   }
 
+  /** HeadBucket: whether the bucket exists (credentials that may not see it throw). */
+  async exists(): Promise<boolean> {
+    return this.client.bucketExists(this.bucket);
+  }
+
+  /** Every rule of the bucket's lifecycle configuration, in the shape of Tamp's own. */
   async lifecycleRules(): Promise<LifecycleRule[]> {
-    const configuration = await this.client.getBucketLifecycle(this.bucket);
-    return (configuration?.Rule ?? []).map((rule) => ({
-      id: rule.ID ?? '',
-      prefix: rule.Filter?.Prefix ?? '',
-      days: Number(rule.Expiration?.Days ?? 0),
-    }));
+    return summarizeLifecycle((await this.lifecycleConfiguration())?.xml);
+  }
+
+  /** The configuration document as S3 returns it; undefined when the bucket has none. */
+  private async lifecycleConfiguration(): Promise<
+    { xml: string; minimumObjectSize: string | undefined } | undefined
+  > {
+    try {
+      const response = await this.client.makeRequestAsync({
+        method: 'GET',
+        bucketName: this.bucket,
+        query: 'lifecycle',
+      });
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) chunks.push(chunk as Buffer);
+      const minimumObjectSize = response.headers[MINIMUM_OBJECT_SIZE_HEADER];
+      return {
+        xml: Buffer.concat(chunks).toString('utf8'),
+        minimumObjectSize: typeof minimumObjectSize === 'string' ? minimumObjectSize : undefined,
+      };
+    } catch (error) {
+      if (isCode(error, 'NoSuchLifecycleConfiguration')) return undefined;
+      throw error;
+    }
   }
 
   /**
@@ -262,6 +348,9 @@ export class ObjectStore {
     return url.toString();
   }
 }
+
+/** AWS's bucket-wide transition threshold, read and written beside the lifecycle document. */
+const MINIMUM_OBJECT_SIZE_HEADER = 'x-amz-transition-default-minimum-object-size';
 
 export class MissingObjectError extends Error {
   constructor(readonly key: string) {

@@ -1,4 +1,9 @@
-import { createTopology, STORAGE_LIFECYCLE_RULES, type Topology } from '@tamp/proto';
+import {
+  createTopology,
+  jitteredDelayMs,
+  STORAGE_LIFECYCLE_RULES,
+  type Topology,
+} from '@tamp/proto';
 import type { Db } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -112,10 +117,25 @@ export class ServiceContext<Config extends ServiceEnv> {
     return client;
   }
 
-  /** Opens the bucket, creating it and its lifecycle rules when missing. */
+  /**
+   * Opens the bucket. With S3_MANAGE_BUCKET (the default) it is created when missing and Tamp's
+   * lifecycle rules are merged into its configuration (ObjectStore.provision); without, nothing
+   * is created or changed and a missing bucket stops the start.
+   */
   readonly openObjectStore = async (env: S3Env): Promise<ObjectStore> => {
     const store = new ObjectStore(objectStoreConfigFrom(env));
-    await withRetries(() => store.provision(STORAGE_LIFECYCLE_RULES));
+    if (env.S3_MANAGE_BUCKET) {
+      const provisioned = await withRetries(() => store.provision(STORAGE_LIFECYCLE_RULES));
+      if (provisioned.createdBucket || provisioned.lifecycle !== 'unchanged') {
+        this.logger.info({ bucket: store.bucket, ...provisioned }, 'bucket provisioned');
+      }
+    } else if (!(await withRetries(() => store.exists()))) {
+      throw new Error(
+        `S3 bucket "${store.bucket}" does not exist at ${env.S3_ENDPOINT}. With ` +
+          'S3_MANAGE_BUCKET=false the services do not create it: create the bucket (and its ' +
+          'lifecycle rules) first, or set S3_MANAGE_BUCKET=true',
+      );
+    }
     this.ops.addReadinessCheck('s3', () => store.ping());
     return store;
   };
@@ -181,14 +201,18 @@ export async function runService<Schema extends z.ZodType<ServiceEnv, unknown>>(
   return context;
 }
 
-/** Start-up races (several services provisioning the same stream or bucket) settle on a retry. */
+/**
+ * Start-up races (several services provisioning the same stream or bucket) settle on a retry;
+ * the jitter (proto's backoff.ts) keeps replicas that collided once from colliding again.
+ */
 async function withRetries<T>(operation: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation();
     } catch (error) {
       if (attempt >= attempts) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      const delay = jitteredDelayMs(200 * attempt, Math.random);
+      await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 }

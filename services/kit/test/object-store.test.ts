@@ -18,9 +18,9 @@ describe('object store (against MinIO)', () => {
     await store.ping();
     const rules = await store.lifecycleRules();
     expect(rules.sort((a, b) => a.id.localeCompare(b.id))).toEqual([
-      { id: 'expire-inputs', prefix: 'inputs/', days: 2 },
-      { id: 'expire-results', prefix: 'results/', days: 8 },
-      { id: 'expire-uploads', prefix: 'uploads/', days: 2 },
+      { id: 'tamp-expire-inputs', prefix: 'inputs/', days: 2 },
+      { id: 'tamp-expire-results', prefix: 'results/', days: 8 },
+      { id: 'tamp-expire-uploads', prefix: 'uploads/', days: 2 },
     ]);
   });
 
