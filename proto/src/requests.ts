@@ -30,23 +30,25 @@ export function countCharacters(text: string): number {
 }
 
 /** Body of POST /v1/upload. */
-export const uploadRequestBody = z.strictObject({
-  filename: storableString()
-    .min(LIMITS.filenameLength.min)
-    .max(LIMITS.filenameLength.max)
-    .describe(
-      'Extension decides the content type: .mp3 .wav .pdf .txt .jpg .jpeg .png .webp ' +
-        '(any case); another extension, or none, is 422 INVALID_FORMAT. U+0000 is refused (400)',
-    )
-    .meta({ pattern: UPLOAD_FILENAME_PATTERN }),
-  size: z
-    .number()
-    .int()
-    .min(1)
-    .describe(
-      'Declared size in bytes; checked against the plan limit, and the PUT to uploadUrl must send exactly this many',
-    ),
-});
+export const uploadRequestBody = z
+  .strictObject({
+    filename: storableString()
+      .min(LIMITS.filenameLength.min)
+      .max(LIMITS.filenameLength.max)
+      .describe(
+        'Extension decides the content type: .mp3 .wav .pdf .txt .jpg .jpeg .png .webp ' +
+          '(any case); another extension, or none, is 422 INVALID_FORMAT. U+0000 is refused (400)',
+      )
+      .meta({ pattern: UPLOAD_FILENAME_PATTERN }),
+    size: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        'Declared size in bytes; checked against the plan limit, and the PUT to uploadUrl must send exactly this many',
+      ),
+  })
+  .meta({ id: 'CreateUpload' });
 
 const webhookUrl = httpUrl.describe(
   'Absolute http(s) URL that receives job.completed / job.failed for this job',
@@ -114,7 +116,7 @@ export const audioJobBody = exactlyOneOfEach(
     ...chainFields(AUDIO_PRESET_NAMES, audioOperationSchema),
   }),
   [PRESET_OR_OPERATIONS],
-);
+).meta({ id: 'CreateAudioJob' });
 
 /** Body of POST /v1/image. */
 export const imageJobBody = exactlyOneOfEach(
@@ -123,7 +125,7 @@ export const imageJobBody = exactlyOneOfEach(
     ...chainFields(IMAGE_PRESET_NAMES, imageOperationSchema),
   }),
   [PRESET_OR_OPERATIONS],
-);
+).meta({ id: 'CreateImageJob' });
 
 /** Body of POST /v1/text. */
 export const textJobBody = exactlyOneOfEach(
@@ -138,7 +140,7 @@ export const textJobBody = exactlyOneOfEach(
     ...chainFields(TEXT_PRESET_NAMES, textOperationSchema),
   }),
   [PRESET_OR_OPERATIONS, ['text', 'fileId']],
-);
+).meta({ id: 'CreateTextJob' });
 
 export type AudioJobBody = z.output<typeof audioJobBody>;
 export type ImageJobBody = z.output<typeof imageJobBody>;
@@ -164,9 +166,24 @@ export const idempotencyKey = storableString()
   .min(LIMITS.idempotencyKeyLength.min)
   .max(LIMITS.idempotencyKeyLength.max);
 
+const KEY_KEPT_HOURS = LIMITS.idempotencyKeyTtlMs / 3_600_000;
+
+/**
+ * The spec's rule (Common rules for POST /v1/audio, /v1/image, /v1/text): the key applies to
+ * queued jobs only; docs/decisions.md#creation-routes-money-and-idempotency closes the rest.
+ */
 export const idempotencyHeaders = z.looseObject({
   'idempotency-key': idempotencyKey
-    .describe('Optional, 1–255 characters, scoped to the account; replays return the same job')
+    .describe(
+      `Optional, ${LIMITS.idempotencyKeyLength.min}–${LIMITS.idempotencyKeyLength.max} characters, ` +
+        `scoped to the account and kept ${KEY_KEPT_HOURS} hours. Applies to queued jobs only ` +
+        '(HTTP 202): a replay answers the job the key created, with 202, and creates or charges ' +
+        'nothing; the same key with another endpoint or body is 422 IDEMPOTENCY_KEY_REUSED; ' +
+        'while its first creation is still being settled, 409 IDEMPOTENCY_KEY_IN_USE with ' +
+        'Retry-After. Inline jobs (HTTP 200) are not deduplicated: the key of an inline-eligible ' +
+        'request (a small image or inline text, without webhookUrl) is ignored, even when the ' +
+        'job falls back to the queue.',
+    )
     .optional(),
 });
 

@@ -23,6 +23,7 @@ describe('gateway configuration', () => {
     });
     expect(settings.webhookTargets).toEqual(PRODUCTION_POLICY);
     expect(settings).toMatchObject({
+      publicUrl: undefined,
       adminToken: undefined,
       authCacheTtlMs: 4_000,
       createJobBudgetMs: LIMITS.createJobBudgetMs,
@@ -49,6 +50,17 @@ describe('gateway configuration', () => {
       allowHttp: true,
       allowCidrs: ['127.0.0.0/8'],
     });
+  });
+
+  it('reads the public URL the OpenAPI document names, without a trailing slash', () => {
+    const config = loadConfig('gateway', configSchema, {
+      ...REQUIRED,
+      PUBLIC_URL: 'https://api.tamp.test/',
+    });
+    expect(gatewaySettingsFrom(config).publicUrl).toBe('https://api.tamp.test');
+    expect(() =>
+      loadConfig('gateway', configSchema, { ...REQUIRED, PUBLIC_URL: 'api.tamp.test' }),
+    ).toThrow(/PUBLIC_URL/);
   });
 
   it('refuses a time limit of 0, which would mean none', () => {

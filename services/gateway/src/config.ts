@@ -26,6 +26,13 @@ export const configSchema = z.object({
   PORT: envPort.default(8080),
   /** Address the public API listens on. */
   HOST: z.string().default('0.0.0.0'),
+  /**
+   * The base URL customers reach the public API at (e.g. `https://api.example.com`, without
+   * `/v1`): the server the OpenAPI document at /openapi.json names, so the reference page at
+   * /docs sends "Try it out" requests there. Unset: the document names its own origin (`/`),
+   * wherever it was fetched from.
+   */
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Admin API: internal only, never behind the public ingress. */
   ADMIN_PORT: envPort.default(8081),
   /** Address the admin API listens on (internal only). */
@@ -81,6 +88,8 @@ export const configSchema = z.object({
 export type Config = z.output<typeof configSchema>;
 
 export interface GatewaySettings {
+  /** The public API's base URL, without a trailing slash; undefined: none configured. */
+  publicUrl: string | undefined;
   /** Bearer token of the admin API; undefined: the admin API refuses every request. */
   adminToken: string | undefined;
   /** How long an API key check is cached. */
@@ -97,6 +106,7 @@ export interface GatewaySettings {
 
 export function gatewaySettingsFrom(config: Config): GatewaySettings {
   return {
+    publicUrl: config.PUBLIC_URL?.replace(/\/+$/, ''),
     adminToken: config.ADMIN_TOKEN,
     authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
     createJobBudgetMs: config.CREATE_JOB_BUDGET_MS,

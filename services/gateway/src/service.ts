@@ -71,6 +71,7 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
   });
   const publicApp = await buildPublicApp({
     logger,
+    publicUrl: settings.publicUrl,
     httpMetrics: requests,
     httpLimits,
     webhookTargets,

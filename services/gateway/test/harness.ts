@@ -53,6 +53,7 @@ export class Harness {
       httpLimits?: Partial<HttpLimits>;
       createJobBudgetMs?: number;
       webhookTargets?: TargetPolicy;
+      publicUrl?: string;
     } = {},
   ): Promise<this> {
     this.topology = createTopology(this.infrastructure.namespace);
@@ -89,6 +90,7 @@ export class Harness {
             httpLimits: { ...this.defaults.httpLimits, ...options.httpLimits },
             createJobBudgetMs: options.createJobBudgetMs ?? this.defaults.createJobBudgetMs,
             webhookTargets: options.webhookTargets ?? this.defaults.webhookTargets,
+            publicUrl: options.publicUrl ?? this.defaults.publicUrl,
           },
         }),
       );

@@ -584,6 +584,26 @@ describe('discovery', () => {
     expect(speedup.params.rate).toMatchObject({ type: 'number', min: 0.5, max: 5, default: 1.25 });
   });
 
+  /** A POST's body schema: a named one, in components.schemas. */
+  const requestBodySchema = (
+    document: {
+      paths: Record<
+        string,
+        { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> } } }
+      >;
+      components: {
+        schemas: Record<
+          string,
+          { properties: Record<string, { pattern: string }>; allOf?: unknown }
+        >;
+      };
+    },
+    path: string,
+  ) => {
+    const { $ref } = document.paths[path]!.post.requestBody.content['application/json']!.schema;
+    return document.components.schemas[$ref.replace('#/components/schemas/', '')]!;
+  };
+
   it('serves an OpenAPI 3.1 document with every route, and a docs page', async () => {
     const response = await harness.app.inject({ url: '/openapi.json' });
     expect(response.statusCode).toBe(200);
@@ -602,18 +622,14 @@ describe('discovery', () => {
     ]) {
       expect(Object.keys(document.paths)).toContain(path);
     }
-    expect(
-      document.paths['/v1/text'].post.requestBody.content['application/json'].schema.properties
-        .text,
-    ).toBeDefined();
+    expect(requestBodySchema(document, '/v1/text').properties.text).toBeDefined();
     const docs = await harness.app.inject({ url: '/docs' });
     expect([200, 302]).toContain(docs.statusCode);
   });
 
   it('states the rules a client can break: exclusive fields, extensions, every error code', async () => {
     const document = (await harness.app.inject({ url: '/openapi.json' })).json();
-    const body = (path: string) =>
-      document.paths[path].post.requestBody.content['application/json'].schema;
+    const body = (path: string) => requestBodySchema(document, path);
     const exclusive = (pair: string[]) => ({
       oneOf: pair.map((field) => ({ required: [field] })),
     });
@@ -622,7 +638,7 @@ describe('discovery', () => {
       exclusive(['preset', 'operations']),
       exclusive(['text', 'fileId']),
     ]);
-    const filename = new RegExp(body('/v1/upload').properties.filename.pattern);
+    const filename = new RegExp(body('/v1/upload').properties.filename!.pattern);
     expect(['a.mp3', 'B.JPEG', 'c.webp', 'd.TXT'].every((name) => filename.test(name))).toBe(true);
     expect(['a.doc', 'jpg', 'a.mp4'].some((name) => filename.test(name))).toBe(false);
     for (const [code, status] of Object.entries(ERROR_CODES)) {

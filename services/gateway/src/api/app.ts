@@ -45,6 +45,8 @@ export interface GatewayOptions {
 export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
   authenticator: Authenticator;
   limiter: KvRateLimiter;
+  /** The server the OpenAPI document names (PUBLIC_URL); undefined: its own origin. */
+  publicUrl: string | undefined;
 }
 
 function baseApp(options: GatewayOptions, trustProxy: boolean) {
@@ -80,7 +82,7 @@ export async function buildPublicApp(options: PublicAppOptions) {
   }
   await app.register(envelopePlugin);
   await app.register(connectionLimitsPlugin, options.httpLimits);
-  await app.register(openapiPlugin);
+  await app.register(openapiPlugin, { publicUrl: options.publicUrl });
   await app.register(
     async (v1) => {
       await v1.register(authPlugin, { authenticator: options.authenticator });

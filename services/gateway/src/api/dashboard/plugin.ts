@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { asServiceError } from '@tamp/kit';
@@ -6,6 +5,7 @@ import { billingEndpoints, ServiceError } from '@tamp/proto';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RouteDependencies } from '../routes/dependencies';
+import { readAsset } from './asset-files';
 import { errorPage } from './pages/errors';
 import { jobRoutes } from './routes/jobs';
 import { keyRoutes } from './routes/keys';
@@ -50,11 +50,6 @@ const ASSETS = {
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: readAsset('dashboard.js') },
   'favicon.svg': { type: 'image/svg+xml', body: readAsset('favicon.svg') },
 } as const;
-
-/** Next to this file in the sources, next to main.mjs in the bundle (scripts/build/bundle.ts). */
-function readAsset(name: string): string {
-  return readFileSync(new URL(`./assets/${name}`, import.meta.url), 'utf8');
-}
 
 /**
  * The account dashboard: server-rendered pages under /dashboard on the public port, signed in

@@ -6,7 +6,7 @@ import { type ErrorCode, ServiceError } from '@tamp/proto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Echo a well-formed incoming X-Request-Id; anything else gets a fresh one. */
 export function requestIdFor(request: {

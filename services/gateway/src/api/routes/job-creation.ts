@@ -1,4 +1,11 @@
-import { PIPELINES, type Pipeline, publicJob, successEnvelope } from '@tamp/proto';
+import {
+  errorEnvelope,
+  INLINE_PIPELINES,
+  PIPELINES,
+  type Pipeline,
+  publicJob,
+  successEnvelope,
+} from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { JobSubmission } from '../../application/job-submission';
 import { idempotencyHeaders, JOB_BODIES } from '../../domain/job-requests';
@@ -14,6 +21,13 @@ const SUMMARIES: Record<Pipeline, string> = {
   image: 'Create an image job (inline when small, not AVIF and no webhookUrl)',
   text: 'Create a text job (fast path when text ≤ 50 KB and no webhookUrl)',
 };
+
+const INLINE_JOB = successEnvelope(publicJob).describe(
+  'Inline job, already completed or failed (never deduplicated by Idempotency-Key)',
+);
+const QUEUED_JOB = successEnvelope(publicJob).describe(
+  'Queued job: { id, status: "created" }; for a replayed Idempotency-Key, the job it created as it is now',
+);
 
 /** Names for generated clients: createImageJob, listAudioPresets… */
 export function capitalized(pipeline: Pipeline): string {
@@ -36,8 +50,11 @@ export const jobCreationRoutes: FastifyPluginAsyncZod<RouteDependencies> = async
           headers: idempotencyHeaders,
           body: JOB_BODIES[pipeline],
           response: {
-            200: successEnvelope(publicJob).describe('Inline job, already completed or failed'),
-            202: successEnvelope(publicJob).describe('Queued job: { id, status: "created" }'),
+            // Audio is always queued: only image and text answer 200.
+            ...(INLINE_PIPELINES.has(pipeline) && { 200: INLINE_JOB }),
+            202: QUEUED_JOB,
+            // UPLOAD_NOT_COMPLETED, or IDEMPOTENCY_KEY_IN_USE while a creation with the key settles.
+            409: errorEnvelope,
             ...errorResponses,
           },
         },

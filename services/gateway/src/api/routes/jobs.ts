@@ -12,9 +12,13 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
         operationId: 'getJob',
         summary: 'Read a job, optionally long-polling until it finishes',
         tags: ['jobs'],
-        params: z.object({ id: z.string() }),
+        params: z.object({
+          id: z
+            .string()
+            .describe('Job id from a creation call (job_…); any other id is JOB_NOT_FOUND'),
+        }),
         querystring: jobReadQuery,
-        response: responds(publicJob),
+        response: responds(publicJob, 'The job, as it is now or when it finished'),
       },
     },
     async (request, reply) =>
@@ -36,7 +40,7 @@ export const jobRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
         summary: "List the account's jobs, newest first",
         tags: ['jobs'],
         querystring: jobListQuery,
-        response: responds(publicJobList),
+        response: responds(publicJobList, 'A page of jobs, newest first'),
       },
     },
     async (request) =>

@@ -12,7 +12,7 @@ export const uploadRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app
         summary: 'Request a presigned upload URL',
         tags: ['uploads'],
         body: uploadRequestBody,
-        response: responds(publicUpload),
+        response: responds(publicUpload, 'The upload: PUT the file to uploadUrl'),
       },
     },
     async (request) =>

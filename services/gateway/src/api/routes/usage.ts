@@ -11,7 +11,7 @@ export const usageRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app,
         operationId: 'getCurrentUsage',
         summary: 'Usage totals per pipeline for the current billing period',
         tags: ['usage'],
-        response: responds(publicUsage),
+        response: responds(publicUsage, 'Usage of the current billing period'),
       },
     },
     async (request) =>
