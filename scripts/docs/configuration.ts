@@ -19,9 +19,10 @@
  *   enforces, and the cross-field rules of `.refine(…, { message, path })`.
  * The local stack's variables are not in any schema: their table is part of the template below.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { compareGeneratedFile, type GeneratedFileCheck, runGenerator } from './generated-file';
 
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DOC_FILE = 'docs/configuration.md';
@@ -544,45 +545,20 @@ export async function renderConfigurationDoc(root: string = PROJECT_ROOT): Promi
 }
 
 /** Whether docs/configuration.md holds what the schemas under `root` generate. */
-export async function checkConfigurationDoc(root: string = PROJECT_ROOT): Promise<{
-  upToDate: boolean;
-  expected: string;
-  actual: string | undefined;
-}> {
-  const expected = await renderConfigurationDoc(root);
-  const path = join(root, DOC_FILE);
-  const actual = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
-  return { upToDate: actual === expected, expected, actual };
+export async function checkConfigurationDoc(
+  root: string = PROJECT_ROOT,
+): Promise<GeneratedFileCheck> {
+  return compareGeneratedFile(root, DOC_FILE, await renderConfigurationDoc(root));
 }
 
-function firstDifference(expected: string, actual: string): string {
-  const want = expected.split('\n');
-  const have = actual.split('\n');
-  for (let line = 0; line < Math.max(want.length, have.length); line++) {
-    if (want[line] !== have[line]) {
-      return `line ${line + 1}:\n  expected: ${want[line] ?? '(end of file)'}\n  found:    ${have[line] ?? '(end of file)'}`;
-    }
-  }
-  return '';
-}
-
-export async function main(argv: string[] = process.argv.slice(2)): Promise<number> {
-  if (argv.includes('--check')) {
-    const { upToDate, expected, actual } = await checkConfigurationDoc();
-    if (upToDate) {
-      console.log(`${DOC_FILE} is up to date`);
-      return 0;
-    }
-    console.error(
-      actual === undefined
-        ? `${DOC_FILE} is missing: run \`${GENERATE_COMMAND}\``
-        : `${DOC_FILE} is out of date (${firstDifference(expected, actual)})\nrun \`${GENERATE_COMMAND}\``,
-    );
-    return 1;
-  }
-  writeFileSync(join(PROJECT_ROOT, DOC_FILE), await renderConfigurationDoc());
-  console.log(`wrote ${DOC_FILE}`);
-  return 0;
+export function main(argv: string[] = process.argv.slice(2)): Promise<number> {
+  return runGenerator({
+    argv,
+    root: PROJECT_ROOT,
+    file: DOC_FILE,
+    command: GENERATE_COMMAND,
+    render: () => renderConfigurationDoc(),
+  });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

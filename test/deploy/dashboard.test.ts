@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT, toolPath } from '@tamp/scripts/infra/provision';
+import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createMetricsRegistry } from '../../services/kit/src/metrics';
 import { asPromQL, DASHBOARD_FILE, dashboardQueries, labelNames, metricNames } from './dashboard';
-import { ofKind, render, valuesArgs } from './helm';
+import { ofKind, RELEASE, render, valuesArgs } from './helm';
 
 const execFile = promisify(execFileCallback);
 
@@ -27,7 +28,47 @@ const REQUIRED_METRICS = [
   'tamp_credits_refunded_total',
   'tamp_webhook_deliveries_total',
   'tamp_webhook_retries_pending',
+  'tamp_operator_leader',
+  'tamp_operator_reconciles_total',
+  'tamp_operator_errors_total',
+  'tamp_operator_desired_replicas',
+  'tamp_operator_backlog',
 ];
+
+/** The operator's views of its WorkerPools, each one line per pool. */
+const REQUIRED_POOL_VIEWS = [
+  { view: 'desired replicas', metric: 'tamp_operator_desired_replicas' },
+  { view: 'backlog', metric: 'tamp_operator_backlog' },
+];
+
+/** The scrape jobs of Tamp's services, as the ServiceMonitor names them: <release>-<service>. */
+const TAMP_JOBS = SERVICE_NAMES.map((name) => `${RELEASE}-${name}`);
+
+/**
+ * Scrape jobs that may share a namespace with Tamp and are not Tamp's: its dependencies
+ * installed under names that start like the release, another release, other operators.
+ */
+const FOREIGN_JOBS = [
+  `${RELEASE}-nats`,
+  `${RELEASE}-mongodb`,
+  `${RELEASE}-minio`,
+  `${RELEASE}-worker-video`,
+  `${RELEASE}-gateway-canary`,
+  RELEASE,
+  'other-gateway',
+  'other-worker-image',
+  'prometheus-operator',
+  'kube-state-metrics',
+];
+
+/** The regular expressions of a query's `job` matchers (an equality matcher as its literal). */
+function jobMatchers(expr: string): RegExp[] {
+  return [...expr.matchAll(/\bjob\s*(=~|=)\s*"((?:[^"\\]|\\.)*)"/g)].map(([, op, value]) =>
+    op === '=~'
+      ? new RegExp(`^(?:${value!.replaceAll('\\\\', '\\')})$`)
+      : new RegExp(`^${value!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+  );
+}
 
 /**
  * The job views issue 13 asks for, each by pipeline and preset: a query reading `metric`, naming
@@ -130,7 +171,7 @@ describe('the Grafana dashboard', () => {
       // promtool parses rule files, not single queries: each query becomes a recording rule.
       const rules = queries.map((query, index) => ({
         record: `dashboard:query_${index}`,
-        expr: asPromQL(query.expr, { namespace: 'tamp', rateInterval: '1m' }),
+        expr: asPromQL(query.expr, { namespace: 'tamp', rateInterval: '1m', release: 'tamp' }),
       }));
       await writeFile(join(dir, 'queries.yaml'), stringify({ groups: [{ name: 'q', rules }] }));
       const { stdout } = await execFile(toolPath('promtool'), ['check', 'rules', 'queries.yaml'], {
@@ -162,6 +203,54 @@ describe('the Grafana dashboard', () => {
           expect(defined.has(label), `${query.panel}: ${name} has no label ${label}`).toBe(true);
         }
       }
+    }
+  });
+
+  it("counts only Tamp's own targets where a metric is not Tamp's alone", async () => {
+    // up, process_* and nodejs_* come from every target of the namespace: each query reading
+    // one must select Tamp's scrape jobs, and only those.
+    const generic = (await dashboardQueries()).filter(({ expr }) =>
+      metricNames(expr).some((name) => !name.startsWith('tamp_')),
+    );
+    expect(generic.length).toBeGreaterThan(0);
+    for (const { panel, expr } of generic) {
+      const matchers = jobMatchers(asPromQL(expr, { namespace: 'ns', rateInterval: '1m' }));
+      expect(matchers.length, `${panel}: selects every target of the namespace`).toBeGreaterThan(0);
+      const selected = (job: string) => matchers.every((matcher) => matcher.test(job));
+      for (const job of FOREIGN_JOBS) expect(selected(job), `${panel}: counts ${job}`).toBe(false);
+      expect(TAMP_JOBS.some(selected), `${panel}: counts none of Tamp's targets`).toBe(true);
+    }
+    const targets = generic.filter(({ expr }) => metricNames(expr).includes('up'));
+    expect(targets.map(({ panel }) => panel)).toEqual(['Targets up']);
+    const upMatchers = jobMatchers(
+      asPromQL(targets[0]!.expr, { namespace: 'ns', rateInterval: '1m' }),
+    );
+    for (const job of TAMP_JOBS) {
+      expect(
+        upMatchers.every((matcher) => matcher.test(job)),
+        `Targets up: misses ${job}`,
+      ).toBe(true);
+    }
+  });
+
+  it('shows the operator: its leader, reconciles and errors, and each pool', async () => {
+    const queries = await dashboardQueries();
+    for (const { view, metric } of REQUIRED_POOL_VIEWS) {
+      const showing = queries.filter(
+        ({ expr }) => metricNames(expr).includes(metric) && labelNames(expr).includes('workerpool'),
+      );
+      expect(showing.length, `${view} per WorkerPool`).toBeGreaterThan(0);
+    }
+    const errors = queries.filter(({ expr }) =>
+      metricNames(expr).includes('tamp_operator_errors_total'),
+    );
+    expect(errors.some(({ expr }) => labelNames(expr).includes('source'))).toBe(true);
+    // The local stack's operator has no Kubernetes API and reports none of these: its panels are
+    // marked so that test/e2e/prometheus.test.ts can leave them to a cluster.
+    for (const query of queries) {
+      expect(query.needsKubernetes, query.panel).toBe(
+        metricNames(query.expr).some((name) => name.startsWith('tamp_operator_')),
+      );
     }
   });
 

@@ -1,12 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '@tamp/scripts/infra/provision';
+import { RELEASE } from './helm';
 
 export const DASHBOARD_FILE = join(PROJECT_ROOT, 'charts/tamp/dashboards/tamp.json');
 
 export interface PanelQuery {
   panel: string;
   expr: string;
+  /**
+   * The query reads the operator's metrics (`tamp_operator_*`), which it reports only while it
+   * watches a Kubernetes API: the local stack's operator idles and has none. Such a query can be
+   * answered only by a Prometheus scraping Tamp on Kubernetes.
+   */
+  needsKubernetes: boolean;
 }
 
 interface Panel {
@@ -19,17 +26,27 @@ interface Panel {
 export async function dashboardQueries(): Promise<PanelQuery[]> {
   const dashboard = JSON.parse(await readFile(DASHBOARD_FILE, 'utf8')) as { panels: Panel[] };
   return dashboard.panels.flatMap((panel) =>
-    (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })),
+    (panel.targets ?? []).map((target) => ({
+      panel: panel.title,
+      expr: target.expr,
+      needsKubernetes: metricNames(target.expr).some((name) => name.startsWith('tamp_operator_')),
+    })),
   );
 }
 
 /**
- * A panel query as Prometheus receives it from Grafana: the dashboard's `$namespace` variable
- * and Grafana's `$__rate_interval` replaced by values.
+ * A panel query as Prometheus receives it from Grafana: the dashboard's `$namespace` and
+ * `$release` variables and Grafana's `$__rate_interval` replaced by values. `release` is the
+ * chart's full name, the prefix of every scrape job (`<release>-<service>`); the tests' release,
+ * `tamp`, when not given.
  */
-export function asPromQL(expr: string, values: { namespace: string; rateInterval: string }) {
+export function asPromQL(
+  expr: string,
+  values: { namespace: string; rateInterval: string; release?: string },
+) {
   return expr
     .replaceAll('$namespace', values.namespace)
+    .replaceAll('$release', values.release ?? RELEASE)
     .replaceAll('$__rate_interval', values.rateInterval);
 }
 

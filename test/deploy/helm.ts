@@ -54,7 +54,15 @@ export async function helmBinary(): Promise<string> {
  */
 export const KUBE_VERSION = tools.goWrapped.kubernetes.version;
 
-export async function helm(args: string[]): Promise<HelmResult> {
+/**
+ * Helm with the given arguments. Without `kubeconfig` it reaches no cluster (a developer's
+ * config is never read); with one (a test control plane), `install --dry-run=server` and
+ * `lookup` talk to that API server.
+ */
+export async function helm(
+  args: string[],
+  options: { kubeconfig?: string } = {},
+): Promise<HelmResult> {
   const withVersion =
     args[0] === 'template' && !args.includes('--kube-version')
       ? [...args, '--kube-version', KUBE_VERSION]
@@ -64,16 +72,15 @@ export async function helm(args: string[]): Promise<HelmResult> {
       cwd: PROJECT_ROOT,
       maxBuffer: 64 * 1024 * 1024,
       // Helm must not read a developer's kube config or repositories.
-      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), KUBECONFIG: '/dev/null' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: tmpdir(),
+        KUBECONFIG: options.kubeconfig ?? '/dev/null',
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
-    const failure = error as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failure.code === 'number' ? failure.code : 1,
-      stdout: failure.stdout ?? '',
-      stderr: failure.stderr ?? String(error),
-    };
+    return failedRun(error);
   }
 }
 
@@ -116,4 +123,42 @@ export function componentOf(manifest: Manifest): string {
   const component = manifest.metadata.labels?.['app.kubernetes.io/component'];
   if (component === undefined) throw new Error(`${manifest.kind} ${manifest.metadata.name}`);
   return component;
+}
+
+/**
+ * Sends manifests to a real API server as `kubectl apply --dry-run=server --validate=strict`:
+ * every object is decoded, defaulted, validated (unknown or duplicate fields included) and
+ * admitted exactly as an install would be, and nothing is stored. Returns kubectl's output; its
+ * stderr holds the API server's warnings (e.g. an environment variable defined twice).
+ */
+export async function serverDryRun(
+  kubeconfig: string,
+  manifests: Manifest[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = execFile(
+    toolPath('kubectl'),
+    ['apply', '--dry-run=server', '--validate=strict', '-f', '-'],
+    {
+      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), KUBECONFIG: kubeconfig },
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 120_000,
+    },
+  );
+  child.child.stdin?.end(manifests.map((manifest) => stringify(manifest)).join('---\n'));
+  try {
+    const { stdout, stderr } = await child;
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    return failedRun(error);
+  }
+}
+
+/** A command that exited non-zero (or could not run), as the result the callers compare. */
+function failedRun(error: unknown): { code: number; stdout: string; stderr: string } {
+  const failure = error as { code?: number; stdout?: string; stderr?: string };
+  return {
+    code: typeof failure.code === 'number' ? failure.code : 1,
+    stdout: failure.stdout ?? '',
+    stderr: failure.stderr ?? String(error),
+  };
 }

@@ -136,12 +136,112 @@ worker-audio:
 {{- toYaml $out }}
 {{- end }}
 
+{{/*
+The image of one service: <repository>@<digest> when it has a digest (<service>.image.digest,
+else image.digests.<service>), <repository>:<tag> otherwise. Call with (dict "root" $ "name" ..).
+*/}}
 {{- define "tamp.image" -}}
 {{- $settings := index .root.Values (index (include "tamp.components" .root | fromYaml) .name).values }}
 {{- $image := $settings.image | default dict }}
 {{- $repository := $image.repository | default (printf "%s-%s" .root.Values.image.repository .name) }}
+{{- $digest := $image.digest | default (index (.root.Values.image.digests | default dict) .name) | default "" }}
+{{- if $digest }}
+{{- printf "%s@%s" $repository $digest }}
+{{- else }}
 {{- $tag := $image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
 {{- printf "%s:%s" $repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+A Kubernetes quantity (2Gi, 1500M, 64Mi, 1073741824) in MiB, rounded up, for the checks below.
+Call with (dict "quantity" q "path" "values.path.of.it").
+*/}}
+{{- define "tamp.mebibytes" -}}
+{{- $quantity := toString .quantity | trim }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $quantity }}
+{{- $unit := trimPrefix $number $quantity }}
+{{- $bytes := dict "" 1.0 "k" 1000.0 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 }}
+{{- if or (not $number) (not (hasKey $bytes $unit)) }}
+{{- fail (printf "%s: %q is not a storage quantity this chart reads (e.g. 512Mi, 2Gi)" .path $quantity) }}
+{{- end }}
+{{- divf (mulf (float64 $number) (index $bytes $unit)) 1048576.0 | ceil | int }}
+{{- end }}
+
+{{/*
+The extra EnvVar objects of one service as a YAML list: the global extraEnv, then the service's
+own (replacing a global one of the same name). A variable the chart sets already (its plain
+environment, its credentials) is refused, naming the values path. Call with
+(dict "root" $ "name" "gateway" "managed" <list of the names the chart sets>).
+*/}}
+{{- define "tamp.extraEnv" -}}
+{{- $facts := index (include "tamp.components" .root | fromYaml) .name }}
+{{- $settings := index .root.Values $facts.values }}
+{{- $sources := list (dict "path" "extraEnv" "items" (.root.Values.extraEnv | default list)) (dict "path" (printf "%s.extraEnv" $facts.values) "items" ($settings.extraEnv | default list)) }}
+{{- $order := list }}
+{{- $byName := dict }}
+{{- range $source := $sources }}
+{{- range $index, $variable := $source.items }}
+{{- $at := printf "%s[%d]" $source.path $index }}
+{{- if has $variable.name $.managed }}
+{{- fail (printf "%s: %s is set by the chart for %s (use %s.env, or the values that set it)" $at $variable.name $.name $facts.values) }}
+{{- end }}
+{{- if not (hasKey $byName $variable.name) }}
+{{- $order = append $order $variable.name }}
+{{- end }}
+{{- $_ := set $byName $variable.name $variable }}
+{{- end }}
+{{- end }}
+{{- $out := list }}
+{{- range $order }}
+{{- $out = append $out (index $byName .) }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+The extra volumes and mounts of one service: the global lists, then the service's own, as
+(dict "volumes" list "mounts" list). Names clashing with the chart's volumes or with each
+other, and mounts of volumes that do not exist, are refused naming the values path.
+Call with (dict "root" $ "name" "gateway" "builtin" (dict "tmp" "/tmp" ...)).
+*/}}
+{{- define "tamp.extraVolumes" -}}
+{{- $facts := index (include "tamp.components" .root | fromYaml) .name }}
+{{- $settings := index .root.Values $facts.values }}
+{{- $volumes := list }}
+{{- $names := dict }}
+{{- range $name, $path := .builtin }}
+{{- $_ := set $names $name "the chart" }}
+{{- end }}
+{{- range $source := list (dict "path" "extraVolumes" "items" (.root.Values.extraVolumes | default list)) (dict "path" (printf "%s.extraVolumes" $facts.values) "items" ($settings.extraVolumes | default list)) }}
+{{- range $index, $volume := $source.items }}
+{{- $at := printf "%s[%d]" $source.path $index }}
+{{- if hasKey $names $volume.name }}
+{{- fail (printf "%s: the volume name %s is taken (by %s)" $at $volume.name (index $names $volume.name)) }}
+{{- end }}
+{{- $_ := set $names $volume.name $at }}
+{{- $volumes = append $volumes $volume }}
+{{- end }}
+{{- end }}
+{{- $mounts := list }}
+{{- $paths := dict }}
+{{- range $name, $path := .builtin }}
+{{- $_ := set $paths $path (printf "the chart's %s volume" $name) }}
+{{- end }}
+{{- range $source := list (dict "path" "extraVolumeMounts" "items" (.root.Values.extraVolumeMounts | default list)) (dict "path" (printf "%s.extraVolumeMounts" $facts.values) "items" ($settings.extraVolumeMounts | default list)) }}
+{{- range $index, $mount := $source.items }}
+{{- $at := printf "%s[%d]" $source.path $index }}
+{{- if or (not (hasKey $names $mount.name)) (eq (index $names $mount.name) "the chart") }}
+{{- fail (printf "%s: no volume named %s in extraVolumes or %s.extraVolumes" $at $mount.name $facts.values) }}
+{{- end }}
+{{- if hasKey $paths $mount.mountPath }}
+{{- fail (printf "%s: %s is already mounted (%s)" $at $mount.mountPath (index $paths $mount.mountPath)) }}
+{{- end }}
+{{- $_ := set $paths $mount.mountPath $at }}
+{{- $mounts = append $mounts $mount }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "volumes" $volumes "mounts" $mounts) }}
 {{- end }}
 
 {{/* The JetStream stream name of the JOBS stream, as proto/src/topology.ts derives it. */}}
@@ -186,6 +286,9 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 {{- $_ := set $env "S3_BUCKET" $root.Values.s3.bucket }}
 {{- if $root.Values.s3.publicEndpoint }}
 {{- $_ := set $env "S3_PUBLIC_ENDPOINT" $root.Values.s3.publicEndpoint }}
+{{- end }}
+{{- if eq $root.Values.s3.manageBucket false }}
+{{- $_ := set $env "S3_MANAGE_BUCKET" "false" }}
 {{- end }}
 {{- end }}
 {{- if eq .name "gateway" }}
@@ -265,6 +368,8 @@ Deployment's checksum/secrets annotation of one render always agree.
 {{- /* Base64 of 32 bytes: random bytes, or 43 base64 characters of the seed's digest (128 bits). */}}
 {{- $fromSeed := printf "%s=" (printf "%s%s" $derived (sha256sum $derived) | b64enc | trunc 43) }}
 {{- $_ := set $data $key (ternary $fromSeed (randBytes 32) (ne $seed "") | b64enc) }}
+{{- else if or (eq $variable "S3_ACCESS_KEY") (eq $variable "S3_SECRET_KEY") }}
+{{- /* Not given: no static keys, the AWS credential chain (tamp.s3StaticKeys). */}}
 {{- else }}
 {{- $_ := required (printf "secrets.values.%s is required when secrets.create is true (%s)" $key $variable) nil }}
 {{- end }}
@@ -273,4 +378,31 @@ Deployment's checksum/secrets annotation of one render always agree.
 {{- $_ := set .Values.secrets "renderedData" $data }}
 {{- end }}
 {{- toYaml .Values.secrets.renderedData }}
+{{- end }}
+
+{{/*
+"true" when the S3 services get static keys (S3_ACCESS_KEY and S3_SECRET_KEY from secretKeyRefs),
+empty when they take their credentials from the AWS credential chain instead (IRSA or EKS Pod
+Identity through the ServiceAccount, see docs/kubernetes.md). A key is given when its
+secrets.env entry is not null and, if it points into the Secret the chart creates, that Secret
+holds it (secrets.values, or the Secret already in the cluster). One key without the other is
+refused.
+*/}}
+{{- define "tamp.s3StaticKeys" -}}
+{{- $given := list }}
+{{- range $variable := list "S3_ACCESS_KEY" "S3_SECRET_KEY" }}
+{{- $ref := index $.Values.secrets.env $variable }}
+{{- if $ref }}
+{{- if or $ref.name (not $.Values.secrets.create) }}
+{{- $given = append $given $variable }}
+{{- else if hasKey (include "tamp.secretData" $ | fromYaml) $ref.key }}
+{{- $given = append $given $variable }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq (len $given) 1 }}
+{{- $missing := ternary "S3_SECRET_KEY" "S3_ACCESS_KEY" (eq (first $given) "S3_ACCESS_KEY") }}
+{{- fail (printf "S3 credentials: %s is given but %s is not (secrets.env, secrets.values): give both static keys, or neither to use the AWS credential chain (IRSA, EKS Pod Identity)" (first $given) $missing) }}
+{{- end }}
+{{- if eq (len $given) 2 }}true{{ end }}
 {{- end }}
