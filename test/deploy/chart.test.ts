@@ -574,6 +574,29 @@ describe('Helm chart charts/tamp', () => {
     }
   });
 
+  it("names the Ingress's first host as the API's public address, https when its TLS covers it", async () => {
+    const publicUrl = (manifests: Manifest[]) =>
+      gatewaySchema.parse(resolvedEnv(deploymentOf(manifests, 'gateway'), manifests)).PUBLIC_URL;
+    expect(publicUrl(full)).toBe('https://api.example.com');
+    expect(publicUrl(defaults)).toBeUndefined();
+    const plain = await render(
+      await valuesArgs({
+        ingress: {
+          enabled: true,
+          hosts: [{ host: 'tamp.internal', paths: [{ path: '/', pathType: 'Prefix' }] }],
+        },
+      }),
+    );
+    expect(publicUrl(plain)).toBe('http://tamp.internal');
+    const chosen = await render(
+      await valuesArgs({
+        ingress: { enabled: true },
+        gateway: { env: { PUBLIC_URL: 'https://api.example.org' } },
+      }),
+    );
+    expect(publicUrl(chosen)).toBe('https://api.example.org');
+  });
+
   it('exposes only the gateway public port through the Ingress; admin stays ClusterIP', () => {
     const gateway = deploymentOf(full, 'gateway');
     const env = gatewaySchema.parse(resolvedEnv(gateway, full));

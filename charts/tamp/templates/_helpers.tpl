@@ -300,6 +300,15 @@ chart-managed ones). Call with (dict "root" $ "name" "gateway").
 never from clients: a per-address limit would cap those. Clients are limited at the ingress;
 gateway.env may set it when clients do reach the pods directly. */}}
 {{- $_ := set $env "MAX_CONNECTIONS_PER_ADDRESS" "0" }}
+{{- /* Behind the Ingress the API's public address is its first host: the OpenAPI document names
+it as its server. gateway.env.PUBLIC_URL wins, for an address the chart cannot see. */}}
+{{- $ingress := $root.Values.ingress }}
+{{- if and $ingress.enabled $ingress.hosts (not (hasKey ($settings.env | default dict) "PUBLIC_URL")) }}
+{{- $host := (first $ingress.hosts).host }}
+{{- $secure := false }}
+{{- range $ingress.tls }}{{- if has $host (.hosts | default list) }}{{- $secure = true }}{{- end }}{{- end }}
+{{- $_ := set $env "PUBLIC_URL" (printf "%s://%s" (ternary "https" "http" $secure) $host) }}
+{{- end }}
 {{- end }}
 {{- if $facts.pipeline }}
 {{- $_ := set $env "WORKER_TEMP_DIR" "/scratch" }}
