@@ -1,6 +1,5 @@
 import { execFile as execFileCallback } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -84,12 +83,15 @@ export async function helm(
   }
 }
 
-/** Writes values to a temporary file and returns the `-f` arguments for it. */
+/**
+ * The values as `--set-json` arguments, one per top-level key: merged exactly as a values file
+ * would be, with no file to leave behind.
+ */
 export async function valuesArgs(values: Record<string, unknown>): Promise<string[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'tamp-chart-'));
-  const file = join(dir, 'values.yaml');
-  await writeFile(file, stringify(values));
-  return ['-f', file];
+  return Object.entries(values).flatMap(([key, value]) => [
+    '--set-json',
+    `${key}=${JSON.stringify(value)}`,
+  ]);
 }
 
 /** `helm template` with the given extra arguments; throws with Helm's message when it fails. */
