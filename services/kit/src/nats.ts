@@ -97,8 +97,12 @@ async function ensureStream(
     discard: DiscardPolicy.Old,
     num_replicas: replicas,
   };
-  if (await exists(() => manager.streams.info(stream.name), JetStreamApiCodes.StreamNotFound)) {
-    await manager.streams.update(stream.name, config);
+  const found = await lookUp(
+    () => manager.streams.info(stream.name),
+    JetStreamApiCodes.StreamNotFound,
+  );
+  if (found !== undefined) {
+    if (differs(found.config, config)) await manager.streams.update(stream.name, config);
     return;
   }
   await manager.streams.add({
@@ -143,12 +147,14 @@ async function ensureConsumer(
     max_deliver: consumer.maxDeliver,
     max_ack_pending: consumer.maxAckPending,
   };
-  const found = await exists(
+  const found = await lookUp(
     () => manager.consumers.info(consumer.stream, consumer.durableName),
     JetStreamApiCodes.ConsumerNotFound,
   );
-  if (found) {
-    await manager.consumers.update(consumer.stream, consumer.durableName, mutable);
+  if (found !== undefined) {
+    if (differs(found.config, mutable)) {
+      await manager.consumers.update(consumer.stream, consumer.durableName, mutable);
+    }
     return;
   }
   await manager.consumers.add(consumer.stream, {
@@ -160,12 +166,27 @@ async function ensureConsumer(
   });
 }
 
-async function exists(lookup: () => Promise<unknown>, notFoundCode: number): Promise<boolean> {
+async function lookUp<Info>(
+  lookup: () => Promise<Info>,
+  notFoundCode: number,
+): Promise<Info | undefined> {
   try {
-    await lookup();
-    return true;
+    return await lookup();
   } catch (error) {
-    if (error instanceof JetStreamApiError && error.code === notFoundCode) return false;
+    if (error instanceof JetStreamApiError && error.code === notFoundCode) return undefined;
     throw error;
   }
+}
+
+/**
+ * Whether the server's configuration differs from the desired one in a field this sets. Every
+ * process of every service provisions on start: an update that changes nothing is still a
+ * proposal through the stream's or consumer's consensus group, which a group still recovering
+ * from a lost peer may leave unanswered, failing the start of a service that needed no change.
+ */
+function differs(current: object, desired: Record<string, unknown>): boolean {
+  const observed = current as Record<string, unknown>;
+  return Object.entries(desired).some(
+    ([key, value]) => JSON.stringify(observed[key]) !== JSON.stringify(value),
+  );
 }

@@ -47,6 +47,30 @@ describe('NATS provisioning', () => {
     expect(consumerNames.sort()).toEqual(['worker-audio', 'worker-image', 'worker-text']);
   });
 
+  it('sends no update when the server already holds the definition', async () => {
+    await provisionTopology(nats, topology, 1);
+    // Every JetStream API request of the provisioning, as the server receives it.
+    const requests: string[] = [];
+    const watcher = await connectNats({
+      url: infrastructure.natsUrl,
+      name: 'kit-test-watcher',
+      logger: pino({ level: 'silent' }),
+    });
+    const subscription = watcher.subscribe('$JS.API.>', {
+      callback: (_error, message) => {
+        requests.push(message.subject);
+      },
+    });
+    await watcher.flush();
+    await provisionTopology(nats, topology, 1);
+    await nats.flush();
+    await watcher.flush();
+    subscription.unsubscribe();
+    await watcher.close();
+    expect(requests.filter((subject) => subject.includes('.INFO.')).length).toBeGreaterThan(0);
+    expect(requests.filter((subject) => /\.(UPDATE|CREATE)\./.test(subject))).toEqual([]);
+  });
+
   it('brings a drifted consumer back to its definition', async () => {
     await provisionTopology(nats, topology, 1);
     const manager = await jetstreamManager(nats);
