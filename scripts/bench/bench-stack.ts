@@ -72,6 +72,11 @@ export interface BenchStack extends ApiClient {
   stop(): Promise<void>;
 }
 
+/** An ApiClient of the public API at `baseUrl` (a stack elsewhere: a cluster's gateway Service). */
+export function apiClientOf(baseUrl: string): ApiClient {
+  return { api: (method, path, init) => requestJson(`${baseUrl}${path}`, method, init) };
+}
+
 async function requestJson<Data = unknown>(
   url: string,
   method: string,

@@ -7,7 +7,8 @@ import { startTampCluster, TAMP_NAMESPACE, type TampCluster } from './tamp-clust
  * `npm run cluster`: a one-node Kubernetes cluster on this machine (in a network namespace of
  * its own), the images built here, the dependencies of k8s/dependencies and Tamp installed with
  * Helm. Prints how to reach it; Ctrl-C (or SIGTERM) stops everything and removes the cluster.
- * Needs root (network namespaces, mounts, iptables). Data: `.data/cluster` (TAMP_CLUSTER_DIR).
+ * Needs root (network namespaces, mounts, iptables). Data: `.data/cluster` (TAMP_CLUSTER_DIR);
+ * TAMP_CLUSTER_NODES=2 joins a second node (a kubelet in a namespace of its own).
  */
 const dataDir = resolve(PROJECT_ROOT, process.env.TAMP_CLUSTER_DIR ?? join('.data', 'cluster'));
 const say = (message: string) => process.stdout.write(`[cluster] ${message}\n`);
@@ -17,7 +18,11 @@ await runInForeground({
   say,
   async start() {
     const started = Date.now();
-    tamp = await startTampCluster({ dataDir, log: say });
+    tamp = await startTampCluster({
+      dataDir,
+      nodes: Number(process.env.TAMP_CLUSTER_NODES ?? 1),
+      log: say,
+    });
     say(
       `ready in ${Math.round((Date.now() - started) / 1000)} s (helm install --wait: ${tamp.helmInstallSeconds.toFixed(1)} s)`,
     );

@@ -47,6 +47,11 @@ export interface TampCluster {
 export async function startTampCluster(options: {
   dataDir: string;
   log?: Log;
+  /**
+   * Kubernetes nodes, 1 by default. With more, the dependencies that keep their data in an
+   * emptyDir (FerretDB, MinIO) stay on the first node, so a drain of another loses nothing.
+   */
+  nodes?: number;
   /** Extra values merged over the local ones (the test allow-lists its webhook receiver). */
   values?: Record<string, unknown>;
   /** Runs before `helm install` (the test creates its webhook receiver there). */
@@ -75,6 +80,7 @@ export async function startTampCluster(options: {
   const cluster = await startCluster({
     dataDir: join(dataDir, 'cluster'),
     images: images.map((image) => image.archive),
+    nodes: options.nodes,
     log,
   });
   const kubeconfigPath = cluster.kubeconfigPath;
@@ -138,6 +144,7 @@ export async function startTampCluster(options: {
           imageOverride('quay.io/minio/minio', minioImage),
           imageOverride('ghcr.io/ferretdb/ferretdb', ferretImage),
         ],
+        patches: (options.nodes ?? 1) > 1 ? [onFirstNode('Deployment', cluster.nodeNames[0]!)] : [],
       }),
     );
     await run(['-n', DEPENDENCIES_NAMESPACE, 'apply', '-k', overlay]);
@@ -147,6 +154,15 @@ export async function startTampCluster(options: {
       'rollout',
       'status',
       'deployment',
+      '--timeout=180s',
+      '--watch',
+    ]);
+    await run([
+      '-n',
+      DEPENDENCIES_NAMESPACE,
+      'rollout',
+      'status',
+      'statefulset/nats',
       '--timeout=180s',
       '--watch',
     ]);
@@ -258,6 +274,20 @@ export async function startTampCluster(options: {
     await cluster.stop();
     throw error;
   }
+}
+
+/** A kustomize patch keeping every object of `kind` on one node. */
+function onFirstNode(kind: string, nodeName: string) {
+  return {
+    target: { kind },
+    patch: stringify([
+      {
+        op: 'add',
+        path: '/spec/template/spec/nodeSelector',
+        value: { 'kubernetes.io/hostname': nodeName },
+      },
+    ]),
+  };
 }
 
 function imageOverride(name: string, image: string) {

@@ -51,10 +51,19 @@ export const REPLICA_FAULTS = [
   'kill-worker-audio',
   'kill-operator',
 ] as const;
+
+/**
+ * The MongoDB-wire server SIGKILLed and started again a few seconds later: what a primary that
+ * goes away and returns looks like to the driver (connections reset, then a server that answers
+ * again), the part of a replica set's fail-over that can be played here (docs/dependencies.md).
+ */
+export const DATABASE_FAULTS = ['kill-ferretdb'] as const;
+
 export type FaultName =
   | (typeof FAULTS)[number]
   | (typeof NATS_CLUSTER_FAULTS)[number]
-  | (typeof REPLICA_FAULTS)[number];
+  | (typeof REPLICA_FAULTS)[number]
+  | (typeof DATABASE_FAULTS)[number];
 
 export interface FaultOutcome {
   fault: FaultName;
@@ -91,6 +100,13 @@ export async function injectFault(
     return { fault, recoverySec: await probe.untilHealthy() };
   }
   if (fault === 'kill-nats-jobs-leader') return killJobsStreamLeader(stack, probe);
+  if (fault === 'kill-ferretdb') {
+    process.kill(serverPid(stack, 'ferretdb'), 'SIGKILL');
+    await sleep(DATABASE_AWAY_MS);
+    await stack.infrastructure.servers.ferretdb?.restart();
+    // Counted from the database's return: while it is away nothing can be stored, by design.
+    return { fault, recoverySec: await probe.untilHealthy() };
+  }
   switch (action) {
     case 'kill': {
       const service = target as ServiceName;
@@ -125,6 +141,9 @@ export async function injectFault(
     recoverySec,
   };
 }
+
+/** How long the killed database stays away: longer than a replica set's election (~2-12 s). */
+const DATABASE_AWAY_MS = 5_000;
 
 /** Inline creations sent over a second, every 50 ms; the job service is killed halfway. */
 const MID_CREATION_REQUESTS = 20;

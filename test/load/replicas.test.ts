@@ -1,4 +1,4 @@
-import { REPLICA_FAULTS } from '@tamp/scripts/load/faults';
+import { DATABASE_FAULTS, REPLICA_FAULTS } from '@tamp/scripts/load/faults';
 import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,20 +12,21 @@ import {
  * Two processes of every service at once (the gateway's behind a round-robin proxy, as behind
  * a Kubernetes Service), sharing NATS consumers, the MongoDB-wire server and storage. Under a
  * mixed stream the first process of each service is SIGKILLed in turn, each worker mid-job,
- * while the second carries on: every job must end once, be charged once, and the books come out
- * exact, with the API back within 30 s of each kill.
+ * while the second carries on; last, the MongoDB-wire server is killed under all of them and
+ * started again. Every job must end once, be charged once, and the books come out exact, with
+ * the API back within 30 s of each kill.
  */
 const run = loadScenario({
   name: 'replicas',
   kinds: ['text-queued', 'text-inline', 'image-inline', 'image-avif', 'audio-3s'],
   burstKeys: 20,
-  faults: REPLICA_FAULTS,
+  faults: [...REPLICA_FAULTS, ...DATABASE_FAULTS],
   faultSpacingMs: 20_000,
   drainMs: 6 * 60_000,
   replicas: 2,
 });
 
-describe('two processes of every service, the first of each killed in turn', () => {
+describe('two processes of every service, the first of each killed in turn, then the database', () => {
   it('ran two of each, and restarted only the first of each', () => {
     for (const name of SERVICE_NAMES) {
       const processes = run.stack().services.services.filter((service) => service.name === name);

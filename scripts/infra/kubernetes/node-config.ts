@@ -9,11 +9,39 @@ export const CLUSTER_NETWORK = {
   nodeName: 'tamp-node',
   nodeAddress: '10.200.0.2',
   podRange: '10.244.0.0/24',
+  /** Every node's pod range lies in here (kube-proxy's clusterCIDR). */
+  clusterPodRange: '10.244.0.0/16',
   serviceRange: '10.0.0.0/24',
   clusterDomain: 'cluster.local',
   /** CoreDNS runs as a process of the node, on the node's address. */
   dnsAddress: '10.200.0.2',
 } as const;
+
+/** One node of the cluster: its name, its address, and the range its pods' addresses come from. */
+export interface ClusterNode {
+  name: string;
+  address: string;
+  podRange: string;
+}
+
+/**
+ * The cluster's nodes by position: the first runs the control plane and CoreDNS beside its
+ * kubelet; the others run a kubelet and kube-proxy each, in network namespaces of their own.
+ */
+export function clusterNode(index: number): ClusterNode {
+  if (index === 0) {
+    return {
+      name: CLUSTER_NETWORK.nodeName,
+      address: CLUSTER_NETWORK.nodeAddress,
+      podRange: CLUSTER_NETWORK.podRange,
+    };
+  }
+  return {
+    name: `${CLUSTER_NETWORK.nodeName}-${index + 1}`,
+    address: `10.200.0.${index + 2}`,
+    podRange: `10.244.${index}.0/24`,
+  };
+}
 
 export const PAUSE_IMAGE = 'tamp.local/pause:catatonit';
 
@@ -85,7 +113,7 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshot
 }
 
 /** The bridge network of the pods; host-local keeps its leases in the data folder. */
-export function cniConfig(paths: NodePaths, networkName: string): string {
+export function cniConfig(paths: NodePaths, networkName: string, podRange: string): string {
   return JSON.stringify(
     {
       cniVersion: '1.0.0',
@@ -100,7 +128,7 @@ export function cniConfig(paths: NodePaths, networkName: string): string {
           hairpinMode: true,
           ipam: {
             type: 'host-local',
-            ranges: [[{ subnet: CLUSTER_NETWORK.podRange }]],
+            ranges: [[{ subnet: podRange }]],
             routes: [{ dst: '0.0.0.0/0' }],
             dataDir: paths.cniIpamDir,
           },
@@ -116,7 +144,7 @@ export function cniConfig(paths: NodePaths, networkName: string): string {
  * The kubelet's configuration for this machine: cgroup v1 (hybrid) accepted, cgroupfs, no QoS
  * cgroups (it may not create them here), every directory in the data folder.
  */
-export function kubeletConfig(paths: NodePaths): string {
+export function kubeletConfig(paths: NodePaths, node: ClusterNode): string {
   return stringify({
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
@@ -125,7 +153,7 @@ export function kubeletConfig(paths: NodePaths): string {
     cgroupsPerQOS: false,
     enforceNodeAllocatable: [],
     failSwapOn: false,
-    address: CLUSTER_NETWORK.nodeAddress,
+    address: node.address,
     port: 10250,
     readOnlyPort: 0,
     healthzBindAddress: '127.0.0.1',
@@ -167,15 +195,15 @@ export function kubeletConfig(paths: NodePaths): string {
 }
 
 /** kube-proxy in iptables mode; conntrack sysctls are left alone (not writable here). */
-export function kubeProxyConfig(kubeconfigPath: string): string {
+export function kubeProxyConfig(kubeconfigPath: string, node: ClusterNode): string {
   return stringify({
     apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
     kind: 'KubeProxyConfiguration',
     clientConnection: { kubeconfig: kubeconfigPath },
-    hostnameOverride: CLUSTER_NETWORK.nodeName,
-    clusterCIDR: CLUSTER_NETWORK.podRange,
+    hostnameOverride: node.name,
+    clusterCIDR: CLUSTER_NETWORK.clusterPodRange,
     mode: 'iptables',
-    bindAddress: CLUSTER_NETWORK.nodeAddress,
+    bindAddress: node.address,
     healthzBindAddress: '127.0.0.1:10256',
     metricsBindAddress: '127.0.0.1:10249',
     conntrack: {
