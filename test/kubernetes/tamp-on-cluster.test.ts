@@ -220,6 +220,51 @@ async function disruptionBudgets(): Promise<
   }));
 }
 
+interface Deployment {
+  metadata: { name: string; generation: number };
+  status: { updatedReplicas?: number };
+  spec: { replicas: number; template: { metadata: { annotations?: Record<string, string> } } };
+}
+
+async function deployments(): Promise<Deployment[]> {
+  return JSON.parse(await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'deployments', '-o', 'json']))
+    .items;
+}
+
+async function deploymentGenerations(): Promise<Map<string, number>> {
+  return new Map((await deployments()).map((d) => [d.metadata.name, d.metadata.generation]));
+}
+
+/** `helm upgrade` changing only a pod annotation: every Deployment rolls, nothing else changes. */
+function rollEveryDeployment(): Promise<string> {
+  return tamp.helm(
+    [
+      'upgrade',
+      RELEASE,
+      'charts/tamp',
+      '--namespace',
+      TAMP_NAMESPACE,
+      '--reuse-values',
+      '--set-string',
+      `podAnnotations.rollout=upgrade-${Date.now()}`,
+      '--wait',
+      '--timeout',
+      '10m',
+    ],
+    900_000,
+  );
+}
+
+/** Every Deployment has a newer generation than before, fully rolled out with the annotation. */
+async function expectEveryDeploymentRolled(before: Map<string, number>): Promise<void> {
+  for (const deployment of await deployments()) {
+    const name = deployment.metadata.name;
+    expect(deployment.metadata.generation, name).toBeGreaterThan(before.get(name)!);
+    expect(deployment.status.updatedReplicas, name).toBe(deployment.spec.replicas);
+    expect(deployment.spec.template.metadata.annotations?.rollout).toMatch(/^upgrade-/);
+  }
+}
+
 async function capturePods(moment: string): Promise<void> {
   const table = await tamp.kubectl(['get', 'pods', '-A', '-o', 'wide']);
   console.log(`kubectl get pods -A (${moment}):\n${table}`);
@@ -787,19 +832,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
   );
 
   it('rolls every Deployment on helm upgrade while jobs are in flight; none lost or charged twice', async () => {
-    const deployments = async () =>
-      JSON.parse(await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'deployments', '-o', 'json']))
-        .items as Array<{
-        metadata: { name: string; generation: number };
-        status: { observedGeneration: number; updatedReplicas?: number; readyReplicas?: number };
-        spec: {
-          replicas: number;
-          template: { metadata: { annotations?: Record<string, string> } };
-        };
-      }>;
-    const generations = new Map(
-      (await deployments()).map((d) => [d.metadata.name, d.metadata.generation]),
-    );
+    const generations = await deploymentGenerations();
 
     const speech = await upload('speech.wav', await speechWav('Rolling upgrades lose nothing.'));
     const jobIds: string[] = [];
@@ -815,22 +848,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       jobIds.push(audio.data.id);
     }
 
-    const upgrade = tamp.helm(
-      [
-        'upgrade',
-        RELEASE,
-        'charts/tamp',
-        '--namespace',
-        TAMP_NAMESPACE,
-        '--reuse-values',
-        '--set-string',
-        `podAnnotations.rollout=upgrade-${Date.now()}`,
-        '--wait',
-        '--timeout',
-        '10m',
-      ],
-      900_000,
-    );
+    const upgrade = rollEveryDeployment();
     // More jobs while the rollout is under way.
     for (let index = 0; index < 3; index++) {
       await sleep(3_000);
@@ -851,15 +869,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
     }
     await upgrade;
 
-    for (const deployment of await deployments()) {
-      expect(deployment.metadata.generation, deployment.metadata.name).toBeGreaterThan(
-        generations.get(deployment.metadata.name)!,
-      );
-      expect(deployment.status.updatedReplicas, deployment.metadata.name).toBe(
-        deployment.spec.replicas,
-      );
-      expect(deployment.spec.template.metadata.annotations?.rollout).toMatch(/^upgrade-/);
-    }
+    await expectEveryDeploymentRolled(generations);
     await capturePods('after helm upgrade');
     for (const id of jobIds) {
       const job = await waitForTerminal(id, 300_000);
@@ -874,19 +884,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
   it.runIf(process.env.TAMP_CLUSTER_ROLLOUT_UNDER_LOAD === '1')(
     'rolls every Deployment on helm upgrade while jobs flow; none lost or charged twice, books audited',
     async () => {
-      const deployments = async () =>
-        JSON.parse(await tamp.kubectl(['-n', TAMP_NAMESPACE, 'get', 'deployments', '-o', 'json']))
-          .items as Array<{
-          metadata: { name: string; generation: number };
-          status: { observedGeneration: number; updatedReplicas?: number; readyReplicas?: number };
-          spec: {
-            replicas: number;
-            template: { metadata: { annotations?: Record<string, string> } };
-          };
-        }>;
-      const generations = new Map(
-        (await deployments()).map((d) => [d.metadata.name, d.metadata.generation]),
-      );
+      const generations = await deploymentGenerations();
       const run = await loadDuring(books, {
         kinds: ['text-queued', 'audio-3s', 'image-avif', 'text-inline'],
         ratePerSecond: 2,
@@ -894,22 +892,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
         disruptAfterMs: 15_000,
         drainMs: 600_000,
         disrupt: async () => {
-          const upgrade = tamp.helm(
-            [
-              'upgrade',
-              RELEASE,
-              'charts/tamp',
-              '--namespace',
-              TAMP_NAMESPACE,
-              '--reuse-values',
-              '--set-string',
-              `podAnnotations.rollout=upgrade-${Date.now()}`,
-              '--wait',
-              '--timeout',
-              '10m',
-            ],
-            900_000,
-          );
+          const upgrade = rollEveryDeployment();
           const inFlight = await unfinishedJobsWhenAPodIsReplaced();
           await upgrade;
           return inFlight;
@@ -919,15 +902,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       expect(run.disruption).toBeGreaterThan(0);
       expectNothingLostOrChargedTwice(run);
 
-      for (const deployment of await deployments()) {
-        expect(deployment.metadata.generation, deployment.metadata.name).toBeGreaterThan(
-          generations.get(deployment.metadata.name)!,
-        );
-        expect(deployment.status.updatedReplicas, deployment.metadata.name).toBe(
-          deployment.spec.replicas,
-        );
-        expect(deployment.spec.template.metadata.annotations?.rollout).toMatch(/^upgrade-/);
-      }
+      await expectEveryDeploymentRolled(generations);
       await capturePods('after helm upgrade');
     },
     1_200_000,
