@@ -59,16 +59,21 @@ export interface OutcomeSummary {
   failed: number;
   unfinished: number;
   failures: string[];
+  /** `kind id status` of the first unfinished jobs: where to start looking when one is lost. */
+  unfinishedJobs: string[];
 }
 
 export function summarizeOutcomes(finished: readonly FinishedJob[]): OutcomeSummary {
   const failures = finished.filter((job) => job.status === 'failed');
+  const unfinished = finished.filter(
+    (job) => job.status !== 'completed' && job.status !== 'failed',
+  );
   return {
     completed: finished.filter((job) => job.status === 'completed').length,
     failed: failures.length,
-    unfinished: finished.filter((job) => job.status !== 'completed' && job.status !== 'failed')
-      .length,
+    unfinished: unfinished.length,
     failures: [...new Set(failures.map((job) => `${job.kind}: ${job.error}`))].slice(0, 10),
+    unfinishedJobs: unfinished.slice(0, 10).map((job) => `${job.kind} ${job.jobId} ${job.status}`),
   };
 }
 

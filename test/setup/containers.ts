@@ -3,7 +3,7 @@ import type { InfrastructureEndpoints } from '@tamp/scripts/infra/launcher';
 
 /** Pinned images for the containers path; the same servers the local path runs. */
 const IMAGES = {
-  nats: 'nats:2.10-alpine',
+  nats: 'nats:2.15-alpine',
   mongo: 'mongo:7.0',
   minio: 'minio/minio:RELEASE.2025-09-07T16-13-09Z',
 } as const;

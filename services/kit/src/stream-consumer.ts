@@ -87,8 +87,8 @@ export async function consumeStream<Schema extends z.ZodType>(
         { subject: message.subject, seq: message.seq, issues: read.issues },
         'invalid message dropped',
       );
-      // No reason text: nats-server 2.9 (the one provisioned) ignores `+TERM <reason>`, and the
-      // message would come back after every ack_wait.
+      // No reason text: servers before 2.10 ignore `+TERM <reason>`, and the message would come
+      // back after every ack_wait. Tamp runs 2.15, but a deployment may point at an older NATS.
       message.term();
     }
     if (parsed.length === 0) return;

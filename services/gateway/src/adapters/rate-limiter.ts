@@ -17,7 +17,7 @@ const MAX_CAS_ATTEMPTS = 25;
  * Fixed one-minute windows per account, counted in a JetStream KV bucket so every gateway
  * replica shares the count: key `<accountId>.<window>`, incremented with create / update on
  * the revision (compare-and-set). The bucket's max age (2 min) sweeps old windows; no
- * per-message TTL is needed (nats-server 2.9 has none).
+ * per-message TTL is needed (that needs nats-server 2.11 or later and a bucket made for it).
  */
 export class KvRateLimiter {
   private readonly batches = new Map<string, PendingBatch>();
