@@ -5,6 +5,7 @@ import { IdempotencyRepository } from './adapters/idempotency-repository';
 import { JobRepository } from './adapters/job-repository';
 import { JobMessaging } from './adapters/messaging';
 import { serveJobEndpoints } from './api/endpoints';
+import { AbandonedCreations } from './application/abandoned-creations';
 import { JobAdmission } from './application/job-admission';
 import { JobAttempts } from './application/job-attempts';
 import { JobCreation } from './application/job-creation';
@@ -68,15 +69,25 @@ export async function startJobService(
     clock,
     logger,
   });
-  const creation = new JobCreation(admission, jobs, admissions, claims, reads, settings, clock);
+  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
+  const creation = new JobCreation(
+    admission,
+    abandoned,
+    jobs,
+    admissions,
+    claims,
+    reads,
+    settings,
+    clock,
+  );
   const attempts = new JobAttempts(jobs, settlement, settings, clock, logger, dependencies.random);
   const sweeper = new Sweeper({
     jobs,
     claims,
     admissions,
+    abandoned,
     messaging,
     settlement,
-    rpc,
     store,
     settings,
     clock,

@@ -278,6 +278,79 @@ describe('money under any timing', () => {
     expect(harness.credits.get(accountId)).toBe(9);
   });
 
+  it('settles a creation left in doubt on a retry of its key once billing answers, without the reconciler', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'doubt-then-back' });
+    harness.billingDown = true;
+    try {
+      const error = await errorOf(harness.createJob(request, { deadline: Date.now() + 1_000 }));
+      expect(error.code).toBe('UNAVAILABLE');
+      expect(await admissions().countDocuments({ _id: request.jobId as never })).toBe(1);
+    } finally {
+      harness.billingDown = false;
+    }
+    // No sweep: the retry finds the abandoned creation holding its reservation and releases it.
+    const retried = await harness.createJob({ ...request, jobId: newId('job') });
+    expect(retried.httpStatus).toBe(202);
+    expect(retried.job.id).not.toBe(request.jobId);
+    expect(harness.refundCalls.some((call) => call.jobId === request.jobId)).toBe(true);
+    expect(await admissions().countDocuments({ _id: request.jobId as never })).toBe(0);
+    expect(await jobsOf(accountId)).toBe(1);
+    expect(harness.credits.get(accountId)).toBe(9);
+  });
+
+  it('lets a retry of the key settle a creation that died after reserving, once its deadline is past', async () => {
+    const accountId = newAccount();
+    harness.credits.set(accountId, 10);
+    const diedJobId = newId('job');
+    const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
+    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'died-reserved' });
+    // What a creation leaves when its process dies between the reservation and the job: the
+    // key claimed, the admission open (its deadline given), the credits reserved.
+    const leaveDiedCreation = async (deadline: Date) => {
+      await harness.db.collection(IDEMPOTENCY_COLLECTION).insertOne({
+        _id: `${accountId}:died-reserved` as never,
+        jobId: diedJobId,
+        requestHash: request.requestHash,
+        createdAt: new Date(),
+      });
+      await admissions().insertOne({
+        _id: diedJobId as never,
+        accountId,
+        claimId: `${accountId}:died-reserved`,
+        createdAt: new Date(),
+        deadline,
+      });
+      await harness.rpc.call(billingEndpoints.reserveCredits, {
+        accountId,
+        jobId: diedJobId,
+        pipeline: 'audio',
+        credits: 3,
+      });
+    };
+    // Its deadline not yet past: it might still store its job, so the key stays in use.
+    await leaveDiedCreation(new Date(Date.now() + 60_000));
+    const early = await errorOf(harness.createJob({ ...request, jobId: newId('job') }));
+    expect(early.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+    expect(harness.credits.get(accountId)).toBe(7);
+
+    await admissions().updateOne(
+      { _id: diedJobId as never },
+      { $set: { deadline: new Date(Date.now() - 5_000) } },
+    );
+    const retried = await harness.createJob({ ...request, jobId: newId('job') });
+    expect(retried.httpStatus).toBe(202);
+    expect(retried.job.id).not.toBe(diedJobId);
+    expect(await admissions().countDocuments({ _id: diedJobId as never })).toBe(0);
+    expect(await jobsOf(accountId)).toBe(1);
+    // The dead creation's 3 credits back, the retry's job charged once.
+    expect(harness.credits.get(accountId)).toBe(10 - creditCost('audio', 1000));
+    const answer = await errorOf(read(accountId, diedJobId));
+    expect(answer.details).toEqual({ outcome: 'not-created' });
+  });
+
   it('releases the reservation of a creation that died after reserving', async () => {
     const accountId = newAccount();
     harness.credits.set(accountId, 10);

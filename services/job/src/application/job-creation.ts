@@ -5,11 +5,12 @@ import {
   imageInputFitsInline,
   ServiceError,
 } from '@tamp/proto';
-import type { AdmissionRepository } from '../adapters/admission-repository';
+import type { AdmissionDocument, AdmissionRepository } from '../adapters/admission-repository';
 import { claimIdOf, type IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import { routeOf } from '../domain/creation-route';
 import { isAbandonedCreation } from '../domain/job';
+import type { AbandonedCreations } from './abandoned-creations';
 import type { CreateJobAnswer, JobAdmission } from './job-admission';
 import type { JobReads } from './job-reads';
 import type { JobSettings } from './job-settings';
@@ -24,6 +25,12 @@ interface KeyedCreation {
 
 /** How often a twin re-reads a claim whose job is not there yet. */
 const CLAIM_POLL_MS = 50;
+/**
+ * A twin settles a claimant's creation itself once this long past its deadline: the creation
+ * has given up by then (it stores its job before the deadline or not at all), and the margin
+ * covers clocks of different pods that disagree a little.
+ */
+const SETTLE_AFTER_DEADLINE_MS = 2_000;
 
 /**
  * `createJob`: routing and the Idempotency-Key, in front of the JobAdmission that consumes,
@@ -43,6 +50,7 @@ export class JobCreation {
 
   constructor(
     private readonly admission: JobAdmission,
+    private readonly abandoned: AbandonedCreations,
     private readonly jobs: JobRepository,
     private readonly admissions: AdmissionRepository,
     private readonly claims: IdempotencyRepository,
@@ -118,6 +126,11 @@ export class JobCreation {
    * request then finishes the creation under the claimed job id, which billing and JOBS both
    * deduplicate on, so two takers still make one job. Anything else still in progress elsewhere
    * answers IDEMPOTENCY_KEY_IN_USE: retry later, never a second job.
+   *
+   * A creation that has certainly given up (its id taken by an abandoned creation, or its
+   * deadline past) but left its reservation held, because its process died or billing could
+   * not be reached, is settled here by the twin rather than left to the reconciler's next pass
+   * a minute or more later: a client retrying its key after a 503 gets its job within seconds.
    */
   private async replay(keyed: KeyedCreation, reclaimsLeft = 3): Promise<CreateJobAnswer> {
     const { claimId, request, deadline } = keyed;
@@ -140,10 +153,12 @@ export class JobCreation {
       if (job !== null && isAbandonedCreation(job)) {
         // Given up: the key is free once the reservation is released (the admission closed);
         // until then the creation is still in doubt for money, and the key in use.
-        if ((await admissions.find(claim.jobId)) === null) {
+        const admission = await admissions.find(claim.jobId);
+        if (admission === null) {
           await claims.release(claimId, claim.jobId);
           continue;
         }
+        if (await this.settleGivenUp(admission, true)) continue;
         if (Date.now() >= waitUntil) throw inUse();
         await sleep(CLAIM_POLL_MS);
         continue;
@@ -159,13 +174,26 @@ export class JobCreation {
         if (failure !== undefined) throw failure;
         continue;
       }
+      const admission = await admissions.find(claim.jobId);
       const stale = clock().getTime() - claim.createdAt.getTime() >= settings.idempotencyStaleMs;
-      if (stale && (await admissions.find(claim.jobId)) === null) {
+      if (stale && admission === null) {
         return this.runClaimed({ ...keyed, request: { ...request, jobId: claim.jobId } });
       }
+      if (admission !== null && (await this.settleGivenUp(admission, false))) continue;
       if (Date.now() >= waitUntil) throw inUse();
       await sleep(CLAIM_POLL_MS);
     }
+  }
+  /**
+   * Settles the admission of a creation that has given up (AbandonedCreations): at once when an
+   * abandoned creation holds its id, otherwise only once its deadline is past. True when it
+   * was settled, so the claim can be read again.
+   */
+  private async settleGivenUp(admission: AdmissionDocument, idTaken: boolean): Promise<boolean> {
+    const pastDeadline =
+      this.clock().getTime() >= admission.deadline.getTime() + SETTLE_AFTER_DEADLINE_MS;
+    if (!idTaken && !pastDeadline) return false;
+    return this.abandoned.trySettle(admission);
   }
 }
 

@@ -1,11 +1,12 @@
-import type { Logger, ObjectStore, Rpc } from '@tamp/kit';
-import { billingEndpoints, LIMITS } from '@tamp/proto';
+import type { Logger, ObjectStore } from '@tamp/kit';
+import { LIMITS } from '@tamp/proto';
 import type { AdmissionRepository } from '../adapters/admission-repository';
 import type { IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
 import { ExpiryWalk } from '../domain/expiry-hours';
+import type { AbandonedCreations } from './abandoned-creations';
 import type { JobSettings } from './job-settings';
 import type { Settlement } from './settlement';
 
@@ -32,9 +33,9 @@ export interface SweeperCollaborators {
   jobs: JobRepository;
   claims: IdempotencyRepository;
   admissions: AdmissionRepository;
+  abandoned: AbandonedCreations;
   messaging: JobMessaging;
   settlement: Settlement;
-  rpc: Rpc;
   store: ObjectStore;
   settings: Pick<JobSettings, 'reconcileAfterMs' | 'abandonAfterMs'>;
   clock: () => Date;
@@ -111,35 +112,12 @@ export class Sweeper {
     return report;
   }
 
-  /**
-   * Creations that neither stored their job nor released their reservation (a crash, billing
-   * unreachable at the time), long past their deadline: the job id is taken by an abandoned
-   * creation unless the job was stored (so no late write can store it any more), then the
-   * reservation is released (billing also turns away one still on its way) and the key freed.
-   * One whose job is stored only lost its clean-up.
-   */
+  /** Creations long past their deadline that never settled (AbandonedCreations). */
   private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
-    const { admissions, claims, jobs, rpc, clock, logger } = this.collaborators;
+    const { admissions, abandoned } = this.collaborators;
     let closed = 0;
     for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
-      try {
-        const settled = await jobs.abandonCreation(admission._id, admission.accountId, clock());
-        if (settled.outcome === 'abandoned') {
-          await rpc.call(billingEndpoints.refundCredits, {
-            accountId: admission.accountId,
-            jobId: admission._id,
-          });
-          if (admission.claimId !== null) await claims.release(admission.claimId, admission._id);
-          logger.warn(
-            { jobId: admission._id },
-            'released the reservation of an abandoned creation',
-          );
-        }
-        await admissions.close(admission._id);
-        closed++;
-      } catch (error) {
-        logger.warn({ err: error, jobId: admission._id }, 'abandoned creation not released yet');
-      }
+      if (await abandoned.trySettle(admission)) closed++;
     }
     return closed;
   }
