@@ -4,6 +4,7 @@ import {
   expandPreset,
   extensionOf,
   imageInputFitsInline,
+  imageOutputFormats,
   JOB_BODIES,
   type JobListQuery,
   type JobRequestBodies,
@@ -521,8 +522,10 @@ function isDeduplicated(
     webhookUrl: body.webhookUrl,
     inlineTextBytes:
       body.text === undefined ? undefined : new TextEncoder().encode(body.text).byteLength,
-    imageFormat:
-      encode?.type === 'encode' ? (encode.params as { format?: string }).format : undefined,
+    imageFormats:
+      encode?.type === 'encode' && pipeline === 'image'
+        ? imageOutputFormats(encode.params as { format: string; accept?: string[] })
+        : undefined,
   });
   if (route === 'by-input-size')
     return inputBytes !== undefined && !imageInputFitsInline(inputBytes);

@@ -38,6 +38,11 @@ export const LIMITS = {
    * comes well before a client's usual 30–60 s time-out.
    */
   createJobBudgetMs: 25_000,
+  /**
+   * What an image job with `format: "auto"` or an `ssim` target may spend weighing encodings
+   * before it settles (services/worker-image/README.md#auto-and-perceptual-targets).
+   */
+  imageSearchBudgetMs: 20_000,
   webhookDeadlineMs: 10_000,
   webhookRetries: 5,
 } as const;

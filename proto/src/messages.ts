@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JOB_STATUSES, PIPELINES } from './limits';
 import { audioChainSchema } from './pipelines/audio';
-import { imageChainSchema } from './pipelines/image';
+import { IMAGE_FORMATS, imageChainSchema } from './pipelines/image';
 import { textOperationSchema } from './pipelines/text';
 
 /**
@@ -53,6 +53,29 @@ export const jobWorkMessage = z.discriminatedUnion('pipeline', [
 ]);
 export type JobWorkMessage = z.infer<typeof jobWorkMessage>;
 
+/**
+ * One encoding an image job with `format: "auto"` or an `ssim` target weighed
+ * (services/worker-image/README.md#auto-and-perceptual-targets).
+ */
+export const imageCandidate = z.object({
+  format: z.enum(IMAGE_FORMATS),
+  lossless: z.boolean(),
+  /** The API quality (1–100) the search settled on; absent when lossless. */
+  quality: z.number().int().optional(),
+  /** Size of the whole output at that setting; with `estimated`, projected from the sample. */
+  bytes: z.number().int().optional(),
+  estimated: z.literal(true).optional(),
+  /** SSIM (luma) against the resized input, measured on the sample the search used. */
+  ssim: z.number().optional(),
+  meetsTarget: z.boolean().optional(),
+  /**
+   * Not tried: the job's time budget ran out, it could not fit the memory budget, or the
+   * output is too large for the format (WebP 16383, AVIF 16384, JPEG 65535 px per side).
+   */
+  skipped: z.enum(['time-budget', 'memory', 'dimensions']).optional(),
+});
+export type ImageCandidate = z.infer<typeof imageCandidate>;
+
 export const jobMetrics = z
   .object({
     inputSize: z.number(),
@@ -60,6 +83,16 @@ export const jobMetrics = z
     compressionRatio: z.number(),
     operationsApplied: z.array(z.string()),
     processingMs: z.number(),
+    /**
+     * The output is the input itself: nothing was smaller in an acceptable format at the same
+     * size (docs/decisions.md#never-larger-than-the-input); compressionRatio is then 1.
+     */
+    keptInput: z.literal(true).optional(),
+    /** Image jobs with auto or an ssim target: the target, and what the output reached. */
+    ssimTarget: z.number().optional(),
+    ssim: z.number().optional(),
+    /** Image jobs with auto or an ssim target: each encoding weighed, the chosen one included. */
+    candidates: z.array(imageCandidate).optional(),
   })
   .catchall(z.unknown());
 export type JobMetrics = z.infer<typeof jobMetrics>;

@@ -221,8 +221,8 @@ export type JobListQuery = z.input<typeof jobListQuery>;
 /**
  * Where a creation goes (spec, POST /v1/image and /v1/text), decided from the request alone
  * where possible:
- * - `queued`: audio, anything with a webhookUrl, AVIF output, text from a file, inline text
- *   over the fast-path size;
+ * - `queued`: audio, anything with a webhookUrl, output that may be AVIF (`auto` unless its
+ *   `accept` leaves AVIF out), text from a file, inline text over the fast-path size;
  * - `inline`: inline text within the fast path and no webhookUrl;
  * - `by-input-size`: an image whose upload size decides (inline at most 5 MB).
  * Only queued creations are deduplicated by Idempotency-Key; inline ones are not.
@@ -237,8 +237,8 @@ export function creationRoute(request: {
   webhookUrl: string | null | undefined;
   /** Bytes (UTF-8) of inline text; undefined when the input is an upload. */
   inlineTextBytes?: number | undefined;
-  /** Output format of the resolved chain's encode, for images. */
-  imageFormat?: string | undefined;
+  /** The formats the resolved chain's encode may produce, for images (imageOutputFormats). */
+  imageFormats?: readonly string[] | undefined;
 }): CreationRoute {
   if (request.webhookUrl !== null && request.webhookUrl !== undefined) return 'queued';
   if (!INLINE_PIPELINES.has(request.pipeline)) return 'queued';
@@ -251,7 +251,7 @@ export function creationRoute(request: {
         ? 'inline'
         : 'queued';
     case 'image':
-      return request.imageFormat === 'avif' ? 'queued' : 'by-input-size';
+      return request.imageFormats?.includes('avif') ? 'queued' : 'by-input-size';
   }
 }
 

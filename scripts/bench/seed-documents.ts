@@ -353,7 +353,8 @@ function workerOutput(job: JobDocument): WorkerOutput {
       const resize = chain.find((operation) => operation.type === 'resize');
       const outputSize = Math.round(inputSize * 0.3);
       return {
-        outputKey: resultKey(IMAGE_EXTENSIONS[format]),
+        // The seeded jobs name fixed formats; an auto job's result is stored as WebP here.
+        outputKey: resultKey(IMAGE_EXTENSIONS[format === 'auto' ? 'webp' : format]),
         outputText: null,
         metrics: {
           ...common,

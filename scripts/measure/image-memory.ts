@@ -24,6 +24,7 @@ import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapt
 import {
   type EncodeSettings,
   encodeSettingsFor,
+  losslessEncodeSettings,
 } from '../../services/worker-image/src/domain/encode-settings';
 import {
   bytesPerPixelAt,
@@ -89,6 +90,8 @@ function settingsFor(mode: EncoderMemoryClass, quality: number): EncodeSettings 
       return { format: 'webp', options: { quality, effort: 4, smartSubsample: false } };
     case 'webp-sharp-yuv':
       return { format: 'webp', options: { quality, effort: 4, smartSubsample: true } };
+    case 'webp-lossless':
+      return losslessEncodeSettings('webp', 4, false);
     case 'avif':
       return withQuality(api('avif'));
     case 'jpeg-progressive':

@@ -458,6 +458,46 @@ describe('Image presets and operations', () => {
     }
   });
 
+  it('auto: the smallest format reaching the SSIM target, stored under its extension, with the candidates', async () => {
+    // Without accept the output may be AVIF, so the job is queued; without AVIF it may run inline.
+    for (const accept of [undefined, ['webp', 'jpeg']]) {
+      const created = await stack.api<Job>('POST', '/v1/image', {
+        token: account.apiKey,
+        body: {
+          imageId: landscape.id,
+          operations: [
+            { type: 'resize', params: { width: 400 } },
+            { type: 'encode', params: { format: 'auto', ssim: 0.9, ...(accept && { accept }) } },
+          ],
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(accept ? 200 : 202);
+      const job =
+        created.status === 200 ? created.body.data! : await waitForJob(created.body.data!.id);
+      expect(job.status, job.error).toBe('completed');
+      const metrics = job.result!.metrics as Metrics & {
+        format: string;
+        ssim: number;
+        ssimTarget: number;
+        candidates: { format: string; bytes?: number; meetsTarget?: boolean }[];
+      };
+      const { bytes, fileName } = await download(job);
+      expect(fileName).toBe(`result.${EXTENSION[metrics.format]}`);
+      expect(MAGIC[metrics.format]!(bytes), `${metrics.format} magic bytes`).toBe(true);
+      expectMetrics(metrics, landscape.bytes, bytes.length, ['resize', 'encode']);
+      expect(metrics.ssimTarget).toBe(0.9);
+      expect(metrics.ssim).toBeGreaterThanOrEqual(0.9);
+      expect(metrics.candidates.map((candidate) => candidate.format).sort()).toEqual(
+        accept ? ['jpeg', 'webp'] : ['avif', 'jpeg', 'webp'],
+      );
+      const meeting = metrics.candidates.filter((candidate) => candidate.meetsTarget);
+      expect(bytes.length).toBe(Math.min(...meeting.map((candidate) => candidate.bytes!)));
+      expectedUsage.image.requests += 1;
+      expectedUsage.image.megapixels += (landscape.width * landscape.height) / 1e6;
+      expectedUsage.image.inputBytes += landscape.bytes;
+    }
+  });
+
   it('applies EXIF orientation before resizing and strips the tag', async () => {
     const { bytes, metadata } = await runImage(
       rotated,

@@ -38,13 +38,24 @@ export function defineOperation<Type extends string, Params extends z.ZodType>(
 }
 
 /** The encode that ends every audio or image chain, as its pipeline declares it. */
-export interface EncodeDeclaration<Extensions extends Record<string, string>, Shape> {
+export interface EncodeDeclaration<
+  Extensions extends Record<string, string>,
+  Shape,
+  Chosen extends string = never,
+> {
   description: string;
   /** Each output format and the file extension its result is stored under. */
   extensions: Extensions;
   defaultFormat: NoInfer<keyof Extensions & string>;
+  /**
+   * A `format` value that names no format but lets the worker choose one per input (image
+   * `auto`): it has no extension of its own, the result's is that of the format chosen.
+   */
+  chosenFormat?: { name: Chosen; description: string };
   /** The codec's own parameters, after `format`. */
   params: Shape;
+  /** Rules across the params (e.g. a param valid with one format only); issues name the param. */
+  check?: (params: Record<string, unknown>) => readonly { path: string; message: string }[];
 }
 
 /**
@@ -54,17 +65,34 @@ export interface EncodeDeclaration<Extensions extends Record<string, string>, Sh
 function encodeOperation<
   const Extensions extends Record<string, string>,
   Shape extends z.ZodRawShape,
->(definition: EncodeDeclaration<Extensions, Shape>) {
-  type Format = keyof Extensions & string;
-  const formats = Object.keys(definition.extensions) as [Format, ...Format[]];
+  const Chosen extends string = never,
+>(definition: EncodeDeclaration<Extensions, Shape, Chosen>) {
+  type Format = (keyof Extensions & string) | Chosen;
+  const fixed = Object.keys(definition.extensions) as [Format, ...Format[]];
+  const chosen = definition.chosenFormat;
+  const formats = chosen === undefined ? fixed : ([...fixed, chosen.name] as typeof fixed);
   const format = z
     .enum(formats)
     .default(definition.defaultFormat as never)
-    .describe(formats.map((name) => `${name} (.${definition.extensions[name]})`).join(', '));
+    .describe(
+      [
+        ...fixed.map((name) => `${name} (.${definition.extensions[name as keyof Extensions]})`),
+        ...(chosen === undefined ? [] : [`${chosen.name} (${chosen.description})`]),
+      ].join(', '),
+    );
+  const check = definition.check;
+  const params = z.strictObject({ format, ...definition.params });
   return defineOperation({
     type: 'encode',
     description: definition.description,
-    params: z.strictObject({ format, ...definition.params }),
+    params:
+      check === undefined
+        ? params
+        : params.superRefine((value, context) => {
+            for (const issue of check(value as Record<string, unknown>)) {
+              context.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
+            }
+          }),
   });
 }
 
@@ -258,16 +286,17 @@ export function encodedPipeline<
   const Extensions extends Record<string, string>,
   Shape extends z.ZodRawShape,
   PresetName extends string,
+  const Chosen extends string = never,
 >(definition: {
   pipeline: Pipeline;
   /** The operations before the encode, in the order `/operations` lists them. */
   operations: Definitions;
-  encode: EncodeDeclaration<Extensions, Shape>;
+  encode: EncodeDeclaration<Extensions, Shape, Chosen>;
   presets: ReadonlyArray<PresetDefinition<PresetName>>;
   presetNames: readonly [PresetName, ...PresetName[]];
 }) {
   type Operation = OperationOf<
-    readonly [...Definitions, ReturnType<typeof encodeOperation<Extensions, Shape>>]
+    readonly [...Definitions, ReturnType<typeof encodeOperation<Extensions, Shape, Chosen>>]
   >;
   const { encode: declaration, ...rest } = definition;
   const operations = [...definition.operations, encodeOperation(declaration)] as const;
@@ -292,8 +321,10 @@ export function encodedPipeline<
     splitChain,
     finalizeChain: (chain) => placeEncodeLast(chain, defaultEncode as Operation),
     describeOutput: (chain) => {
-      const { params } = encodeOf(chain) as { params: { format: keyof Extensions & string } };
-      return { ...params, extension: declaration.extensions[params.format] };
+      const { params } = encodeOf(chain) as { params: { format: string } };
+      // A chosen format (image auto) has no extension until the worker has chosen.
+      const extension: string | undefined = declaration.extensions[params.format];
+      return extension === undefined ? { ...params } : { ...params, extension };
     },
   };
   /** A resolved chain as it travels between services: validated once, where it arrives. */

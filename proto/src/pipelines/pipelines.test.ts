@@ -5,6 +5,7 @@ import {
   describePresets,
   expandPreset,
   InvalidChainError,
+  imageOutputFormats,
   imagePipeline,
   textPipeline,
 } from './index';
@@ -161,9 +162,11 @@ describe('operation tables match the spec (ranges and defaults)', () => {
         position: ['centre', ['centre', 'attention', 'entropy']],
       },
       encode: {
-        format: ['webp', ['webp', 'avif', 'jpeg', 'png']],
+        format: ['webp', ['webp', 'avif', 'jpeg', 'png', 'auto']],
         quality: [1, 100, 80],
         effort: [0, 9, 4],
+        ssim: [0.8, 0.995],
+        accept: [],
       },
     });
   });
@@ -236,6 +239,58 @@ describe('validation and chain rules', () => {
     expect(() => imagePipeline.splitChain([encode, encode])).toThrow(InvalidChainError);
     const speed = audioPipeline.operationSchema.parse({ type: 'speedup' });
     expect(() => audioPipeline.splitChain([speed])).toThrow(InvalidChainError);
+  });
+
+  it('takes auto with an accept list, and an ssim target with any format', () => {
+    expect(
+      parse({ type: 'encode', params: { format: 'auto', accept: ['webp', 'avif'], ssim: 0.95 } })
+        .data,
+    ).toEqual({
+      type: 'encode',
+      params: { format: 'auto', quality: 80, effort: 4, accept: ['webp', 'avif'], ssim: 0.95 },
+    });
+    expect(parse({ type: 'encode', params: { format: 'jpeg', ssim: 0.8 } }).success).toBe(true);
+    expect(parse({ type: 'encode', params: { format: 'png', ssim: 0.995 } }).success).toBe(true);
+  });
+
+  it('refuses accept without auto, a repeated or unknown format in it, and ssim out of range', () => {
+    const issues = (params: Record<string, unknown>) =>
+      parse({ type: 'encode', params }).error?.issues.map((issue) => [
+        issue.path.join('.'),
+        issue.message,
+      ]);
+    expect(issues({ format: 'webp', accept: ['webp'] })).toEqual([
+      ['params.accept', 'accept is valid only with format auto'],
+    ]);
+    expect(issues({ accept: ['webp'] })).toEqual([
+      ['params.accept', 'accept is valid only with format auto'],
+    ]);
+    expect(issues({ format: 'auto', accept: ['webp', 'webp'] })).toEqual([
+      ['params.accept', 'accept lists each format once'],
+    ]);
+    for (const params of [
+      { format: 'auto', accept: [] },
+      { format: 'auto', accept: ['gif'] },
+      { format: 'auto', accept: 'webp' },
+      { format: 'auto', ssim: 0.79 },
+      { format: 'auto', ssim: 0.996 },
+      { format: 'auto', ssim: '0.9' },
+      { format: 'heic' },
+    ]) {
+      expect(parse({ type: 'encode', params }).success, JSON.stringify(params)).toBe(false);
+    }
+  });
+
+  it('describes an auto output without an extension (it is known once chosen)', () => {
+    const auto = parse({ type: 'encode', params: { format: 'auto' } }).data!;
+    expect(imagePipeline.describeOutput([auto])).toEqual({
+      format: 'auto',
+      quality: 80,
+      effort: 4,
+    });
+    expect(imageOutputFormats({ format: 'auto' })).toEqual(['webp', 'avif', 'jpeg', 'png']);
+    expect(imageOutputFormats({ format: 'auto', accept: ['jpeg'] })).toEqual(['jpeg']);
+    expect(imageOutputFormats({ format: 'png' })).toEqual(['png']);
   });
 
   it('leaves text chains as given (text has no encode)', () => {

@@ -1,4 +1,9 @@
-import { type CreateJobRequest, type CreationRoute, creationRoute } from '@tamp/proto';
+import {
+  type CreateJobRequest,
+  type CreationRoute,
+  creationRoute,
+  imageOutputFormats,
+} from '@tamp/proto';
 
 /** proto's creationRoute (shared with the client, which retries only deduplicated creations). */
 export function routeOf(request: CreateJobRequest): CreationRoute {
@@ -8,7 +13,9 @@ export function routeOf(request: CreateJobRequest): CreationRoute {
     webhookUrl: request.webhookUrl,
     inlineTextBytes:
       request.source.kind === 'text' ? Buffer.byteLength(request.source.text, 'utf8') : undefined,
-    imageFormat:
-      encode?.type === 'encode' && 'format' in encode.params ? encode.params.format : undefined,
+    imageFormats:
+      encode?.type === 'encode' && 'format' in encode.params
+        ? imageOutputFormats(encode.params)
+        : undefined,
   });
 }

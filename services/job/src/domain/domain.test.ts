@@ -143,15 +143,19 @@ describe('routing', () => {
     expect(
       routeOf({ ...base, pipeline: 'audio', operations: [], source: upload } as CreateJobRequest),
     ).toBe('queued');
-    const image = (format: string) =>
+    const image = (format: string, accept?: string[]) =>
       ({
         ...base,
         pipeline: 'image',
         source: upload,
-        operations: [{ type: 'encode', params: { format, quality: 80, effort: 4 } }],
+        operations: [{ type: 'encode', params: { format, quality: 80, effort: 4, accept } }],
       }) as CreateJobRequest;
     expect(routeOf(image('avif'))).toBe('queued');
     expect(routeOf(image('webp'))).toBe('by-input-size');
+    // auto may choose AVIF unless its accept list leaves AVIF out.
+    expect(routeOf(image('auto'))).toBe('queued');
+    expect(routeOf(image('auto', ['webp', 'avif']))).toBe('queued');
+    expect(routeOf(image('auto', ['webp', 'jpeg']))).toBe('by-input-size');
     expect(imageInputFitsInline(5 * MB)).toBe(true);
     expect(imageInputFitsInline(5 * MB + 1)).toBe(false);
   });

@@ -1,20 +1,49 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { copyFile, rm, stat } from 'node:fs/promises';
 import { inSpan } from '@tamp/kit';
-import { IMAGE_EXTENSIONS, type ImageFormat, type ImageOperation } from '@tamp/proto';
-import sharp, { type ResizeOptions, type Sharp, type SharpOptions } from 'sharp';
-import { type EncodeSettings, encodeSettingsFor } from '../domain/encode-settings';
+import {
+  AUTO_IMAGE_FORMAT,
+  IMAGE_EXTENSIONS,
+  type ImageCandidate,
+  type ImageFormat,
+  type ImageOperation,
+  LIMITS,
+} from '@tamp/proto';
+import sharp from 'sharp';
+import {
+  acceptedFormats,
+  type CandidateSpec,
+  candidatesFor,
+  keepsInput,
+} from '../domain/auto-encode';
+import { encodeSettingsFor } from '../domain/encode-settings';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import {
   assertInputWithinBudget,
   assertOutputWithinLimits,
+  fitsFormatDimensions,
   type InputFormat,
   isInputFormat,
 } from '../domain/image-limits';
 import type { MemoryBudget } from '../domain/memory-budget';
-import { decoderMemoryClass, imageMemoryDemand, planWithinMemory } from '../domain/memory-model';
-import { planOperations, type ResizeParams } from '../domain/operations';
+import {
+  decoderMemoryClass,
+  type ImageMemoryDemand,
+  imageMemoryDemand,
+  planSearchWithinMemory,
+  planWithinMemory,
+} from '../domain/memory-model';
+import { type EncodeParams, planOperations, type ResizeParams } from '../domain/operations';
 import { type Dimensions, planResizeChain } from '../domain/resize-geometry';
+import { planSample } from '../domain/search-sample';
+import { candidateKey, candidateSettings, searchAndEncode, searchSampleBytes } from './auto-encode';
+import {
+  encodeWith,
+  FAIL_ON,
+  type PassContext,
+  runPasses,
+  type WrittenImage,
+  writtenImage,
+} from './sharp-passes';
 
 export interface ProcessImageInput {
   inputPath: string;
@@ -27,6 +56,10 @@ export interface ProcessImageInput {
   memory: MemoryBudget;
   /** Gives up waiting for memory (inline timeout, shutdown). */
   signal?: AbortSignal;
+  /** What an auto or target-quality search may spend; default LIMITS.imageSearchBudgetMs. */
+  searchBudgetMs?: number;
+  /** The search's clock, in milliseconds; default performance.now. */
+  now?: () => number;
 }
 
 export interface ImageResult {
@@ -49,6 +82,12 @@ export interface ImageResult {
   estimatedMemoryBytes: number;
   /** Whether a leaner encoder mode than the requested one was used to fit the budget. */
   encoderSteppedDown: boolean;
+  /** The output is the input's own bytes: nothing smaller was found (never larger). */
+  keptInput?: true;
+  /** Auto or an ssim target: the target, the output's score, and each encoding weighed. */
+  ssimTarget?: number;
+  ssim?: number;
+  candidates?: ImageCandidate[];
 }
 
 /** What the header says, read without decoding pixels. */
@@ -61,27 +100,13 @@ interface InputProbe {
   pages: number;
   orientation: number;
   keepIccProfile: boolean;
+  /** It carries what the pipeline strips or converts: EXIF, XMP, IPTC, a non-sRGB profile. */
+  hasStrippedMetadata: boolean;
 }
-
-/** Everything a pass needs to know about the job beyond its own resize. */
-interface PassContext {
-  /** Frames carried through the pipeline: >1 only for animated WebP in and out. */
-  frames: number;
-  keepIccProfile: boolean;
-  format: ImageFormat;
-  limitInputPixels: number;
-}
-
-// A truncated or corrupt file must fail rather than produce a half-grey image, but benign
-// libjpeg warnings (e.g. extraneous bytes before a marker) on images browsers show fine must not.
-const FAIL_ON = 'error' as const;
 
 // Colour spaces whose embedded ICC profile can describe the output pixels. A CMYK (or grey)
 // profile cannot tag sRGB output, so those inputs are converted to sRGB through their profile.
 const ICC_KEEPING_SPACES = new Set(['srgb', 'rgb', 'rgb16']);
-
-const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
-const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 
 /**
  * Runs a resolved image chain from `inputPath` to `outputPath`. sharp reads and writes the
@@ -117,13 +142,19 @@ async function processImageInSpan(input: ProcessImageInput): Promise<ImageResult
     throw new RangeError(`limitInputPixels must be a positive integer, got ${limitInputPixels}`);
   }
   const plan = planOperations(input.operations);
+  const searching = plan.encode.format === AUTO_IMAGE_FORMAT || plan.encode.ssim !== undefined;
+  const accepted = acceptedFormats(plan.encode);
 
   const inputSize = (await stat(inputPath)).size;
   const probe = await inSpan('sharp probe', {}, () => probeInput(inputPath));
-  const frames = framesToKeep(probe, plan.encode.format);
+  const frames = framesToKeep(probe, accepted.includes('webp'));
   assertInputWithinBudget(probe.oriented, frames, limitInputPixels);
   const steps = planResizeChain(probe.oriented, plan.resizes);
-  assertOutputWithinLimits(probe.oriented, steps, frames, limitInputPixels, plan.encode.format);
+  const final = steps.at(-1) ?? probe.oriented;
+  // auto: the job fails for size only when no accepted format can hold the output.
+  const limitingFormat =
+    accepted.find((format) => fitsFormatDimensions(format, final)) ?? accepted[0]!;
+  assertOutputWithinLimits(probe.oriented, steps, frames, limitInputPixels, limitingFormat);
   const demand = imageMemoryDemand({
     decoder: decoderMemoryClass(probe.format, probe.progressive),
     input: probe.oriented,
@@ -131,47 +162,181 @@ async function processImageInSpan(input: ProcessImageInput): Promise<ImageResult
     resizes: plan.resizes,
     steps,
   });
-  const { settings, estimatedBytes, steppedDown } = planWithinMemory(
-    demand,
-    encodeSettingsFor(plan.encode),
-    input.memory.totalBytes,
-  );
-
   const context: PassContext = {
     frames,
     keepIccProfile: probe.keepIccProfile,
     format: plan.encode.format,
     limitInputPixels,
   };
-  const releaseMemory = await input.memory.reserve(estimatedBytes, input.signal);
-  let info: sharp.OutputInfo;
-  try {
-    info = await inSpan(
-      'sharp encode',
-      { attributes: { 'image.passes': Math.max(1, plan.resizes.length) } },
-      () => runPasses(inputPath, outputPath, plan.resizes, settings, context),
-    );
-  } catch (error) {
-    await rm(outputPath, { force: true });
-    throw translateSharpError(error, probe, frames, limitInputPixels);
-  } finally {
-    releaseMemory();
-  }
 
-  return {
-    format: plan.encode.format,
-    extension: IMAGE_EXTENSIONS[plan.encode.format],
+  const job: Job = {
+    input,
+    resizes: plan.resizes,
+    encode: plan.encode,
+    context,
+    demand,
+    translate: (error) => translateSharpError(error, probe, frames, limitInputPixels),
+  };
+  const encoded = searching ? await searchWithinMemory(job) : await encodeWithinMemory(job);
+  const { info } = encoded;
+
+  const result: ImageResult = {
+    format: encoded.format,
+    extension: IMAGE_EXTENSIONS[encoded.format],
     widthIn: probe.oriented.width,
     heightIn: probe.oriented.height,
     widthOut: info.width,
-    heightOut: info.pageHeight ?? info.height,
-    pages: info.pages ?? 1,
+    heightOut: info.height,
+    pages: info.pages,
     inputSize,
     outputSize: info.size,
     megapixelsIn: (probe.oriented.width * probe.oriented.height) / 1e6,
-    estimatedMemoryBytes: estimatedBytes,
-    encoderSteppedDown: steppedDown,
+    estimatedMemoryBytes: encoded.estimatedBytes,
+    encoderSteppedDown: encoded.steppedDown,
+    ...encoded.search,
   };
+  const keep = keepsInput({
+    inputFormat: probe.format,
+    inputSize,
+    outputSize: info.size,
+    accepted,
+    sameDimensions:
+      info.width === probe.oriented.width &&
+      info.height === probe.oriented.height &&
+      info.pages === probe.pages,
+    inputNeedsRewrite: probe.orientation !== 1 || probe.hasStrippedMetadata,
+  });
+  if (!keep) return result;
+  // Never larger (docs/decisions.md#never-larger-than-the-input): the input is the result.
+  await copyFile(inputPath, outputPath);
+  return {
+    ...result,
+    format: probe.format,
+    extension: IMAGE_EXTENSIONS[probe.format],
+    outputSize: inputSize,
+    keptInput: true,
+  };
+}
+
+/** A job once planned: what both ways of encoding it need. */
+interface Job {
+  input: ProcessImageInput;
+  resizes: readonly ResizeParams[];
+  encode: EncodeParams;
+  context: PassContext;
+  demand: ImageMemoryDemand;
+  /** sharp's error as the API's (ImageLimitError, ImageDecodeError) where it is one. */
+  translate: (error: unknown) => unknown;
+}
+
+interface Encoded {
+  format: ImageFormat;
+  info: WrittenImage;
+  estimatedBytes: number;
+  steppedDown: boolean;
+  search?: Pick<ImageResult, 'ssim' | 'ssimTarget' | 'candidates'>;
+}
+
+/** A fixed format at a fixed quality: one encode, in the leanest mode the budget needs. */
+async function encodeWithinMemory(job: Job): Promise<Encoded> {
+  const { input, resizes, encode, context, demand } = job;
+  const format = encode.format as ImageFormat;
+  const { settings, estimatedBytes, steppedDown } = planWithinMemory(
+    demand,
+    encodeSettingsFor({ format, quality: encode.quality, effort: encode.effort }),
+    input.memory.totalBytes,
+  );
+  const info = await withMemory(job, estimatedBytes, () =>
+    inSpan('sharp encode', { attributes: { 'image.passes': Math.max(1, resizes.length) } }, () =>
+      runPasses(
+        input.inputPath,
+        input.outputPath,
+        resizes,
+        (image) => encodeWith(image, settings),
+        context,
+      ),
+    ),
+  );
+  return {
+    format,
+    info: writtenImage(info),
+    estimatedBytes,
+    steppedDown,
+  };
+}
+
+/**
+ * auto or an ssim target: every encoding the job may weigh is planned against the memory
+ * budget before anything is decoded (those that cannot fit are skipped, not failed), the job
+ * reserves for the most demanding one, and the search runs inside that reservation.
+ */
+async function searchWithinMemory(job: Job): Promise<Encoded> {
+  const { input, resizes, encode, context, demand } = job;
+  // The traits that decide the candidates are read from the pixels: plan for every one that
+  // might be weighed (lossless too), with transparency and many colours assumed.
+  const possible = [
+    ...new Map(
+      [true, false].flatMap((graphic) =>
+        candidatesForMemory(encode, graphic).map((spec) => [candidateKey(spec), spec] as const),
+      ),
+    ).values(),
+  ];
+  const sample = planSample(demand.width, demand.height);
+  const memoryPlan = planSearchWithinMemory({
+    chain: demand,
+    candidates: possible.map((candidate) => ({
+      candidate,
+      settings: candidateSettings(candidate, encode, false),
+    })),
+    samplePixels: sample.width * sample.height,
+    budgetBytes: input.memory.totalBytes,
+  });
+  const estimatedBytes = memoryPlan.estimatedBytes;
+  const output = await withMemory(job, estimatedBytes, () =>
+    inSpan('image search', {}, () =>
+      searchAndEncode({
+        inputPath: input.inputPath,
+        outputPath: input.outputPath,
+        resizes,
+        encode,
+        context,
+        chain: demand,
+        memorySkipped: new Set(memoryPlan.skipped.map(candidateKey)),
+        encodeBudgetBytes: estimatedBytes - searchSampleBytes(demand.width, demand.height),
+        searchBudgetMs: input.searchBudgetMs ?? LIMITS.imageSearchBudgetMs,
+        now: input.now ?? (() => performance.now()),
+      }),
+    ),
+  );
+  return {
+    format: output.format,
+    info: output.info,
+    estimatedBytes,
+    steppedDown: memoryPlan.fitting.some(({ plan }) => plan.steppedDown),
+    search: { ssim: output.ssim, ssimTarget: output.ssimTarget, candidates: output.candidates },
+  };
+}
+
+/** Every candidate auto could weigh for an opaque photo (graphic false) or a graphic (true). */
+function candidatesForMemory(encode: EncodeParams, graphic: boolean): CandidateSpec[] {
+  return candidatesFor(encode, { transparent: graphic, fewColours: graphic, animated: false });
+}
+
+/**
+ * Reserves `bytes` of the worker's image memory around `work`; a partial output is removed
+ * and sharp's errors are translated for the API when it fails.
+ */
+async function withMemory<T>(job: Job, bytes: number, work: () => Promise<T>): Promise<T> {
+  const { input } = job;
+  const releaseMemory = await input.memory.reserve(bytes, input.signal);
+  try {
+    return await work();
+  } catch (error) {
+    await rm(input.outputPath, { force: true });
+    throw job.translate(error);
+  } finally {
+    releaseMemory();
+  }
 }
 
 async function probeInput(inputPath: string): Promise<InputProbe> {
@@ -192,13 +357,20 @@ async function probeInput(inputPath: string): Promise<InputProbe> {
   if (!width || !height) {
     throw new ImageDecodeError('corrupt', 'Image header does not give its dimensions');
   }
+  const keepIccProfile =
+    metadata.hasProfile === true && ICC_KEEPING_SPACES.has(metadata.space ?? '');
   return {
     format: metadata.format,
     progressive: metadata.isProgressive === true,
     oriented: { width, height },
     pages: metadata.pages ?? 1,
     orientation: metadata.orientation ?? 1,
-    keepIccProfile: metadata.hasProfile === true && ICC_KEEPING_SPACES.has(metadata.space ?? ''),
+    keepIccProfile,
+    hasStrippedMetadata:
+      metadata.exif !== undefined ||
+      metadata.xmp !== undefined ||
+      metadata.iptc !== undefined ||
+      (metadata.hasProfile === true && !keepIccProfile),
   };
 }
 
@@ -206,102 +378,12 @@ async function probeInput(inputPath: string): Promise<InputProbe> {
  * Only WebP output can stay animated; for AVIF, JPEG and PNG the first frame is taken (loading
  * all frames would give a tall strip of frames instead). libvips cannot turn multi-frame images
  * by 90°, so an animated WebP whose EXIF orientation needs that is also reduced to its first
- * frame: orientation is applied before anything else.
+ * frame: orientation is applied before anything else. `webpOutput`: the output is or may be
+ * (auto accepting it) WebP.
  */
-function framesToKeep(probe: InputProbe, format: ImageFormat): number {
+function framesToKeep(probe: InputProbe, webpOutput: boolean): number {
   const needsQuarterTurn = probe.orientation >= 5 && probe.orientation <= 8;
-  return format === 'webp' && probe.pages > 1 && !needsQuarterTurn ? probe.pages : 1;
-}
-
-/**
- * sharp applies one resize per pipeline, so a chain of n resizes runs as n passes. The passes
- * in between write libvips' native `.v` format: uncompressed (no encode cost, no generation
- * loss) and it keeps frames, frame delays and the ICC profile. They live in a private folder
- * next to the output (same volume as the job's scratch space) and are removed afterwards.
- */
-async function runPasses(
-  inputPath: string,
-  outputPath: string,
-  resizes: readonly ResizeParams[],
-  settings: EncodeSettings,
-  context: PassContext,
-): Promise<sharp.OutputInfo> {
-  if (resizes.length <= 1) {
-    return resizeAndEncode(
-      openSource(inputPath, true, context),
-      resizes[0],
-      settings,
-      context,
-    ).toFile(outputPath);
-  }
-  const scratch = await mkdtemp(join(dirname(outputPath), '.image-passes-'));
-  try {
-    let source = inputPath;
-    for (const [index, resize] of resizes.slice(0, -1).entries()) {
-      const target = join(scratch, `pass-${index}.v`);
-      await applyResize(openSource(source, index === 0, context), resize, context).toFile(target);
-      source = target;
-    }
-    return await resizeAndEncode(
-      openSource(source, false, context),
-      resizes.at(-1),
-      settings,
-      context,
-    ).toFile(outputPath);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-}
-
-function openSource(path: string, isOriginal: boolean, context: PassContext): Sharp {
-  const options: SharpOptions = {
-    failOn: FAIL_ON,
-    limitInputPixels: context.limitInputPixels,
-    // Intermediate passes are already upright; the original is turned first of all.
-    autoOrient: isOriginal,
-  };
-  if (context.frames > 1) options.animated = true;
-  const image = sharp(path, options);
-  // Without this sharp converts to sRGB and drops the profile (the default we want otherwise).
-  return context.keepIccProfile ? image.keepIccProfile() : image;
-}
-
-function applyResize(image: Sharp, resize: ResizeParams | undefined, context: PassContext): Sharp {
-  return resize ? image.resize(sharpResizeOptions(resize, context)) : image;
-}
-
-function sharpResizeOptions(params: ResizeParams, context: PassContext): ResizeOptions {
-  return {
-    width: params.width,
-    height: params.height,
-    fit: params.fit,
-    // libvips' smart crop works on one frame; animated images are cropped around the centre.
-    position: context.frames > 1 ? 'centre' : params.position,
-    withoutEnlargement: params.fit === 'inside',
-    // Letterboxing is transparent where the format has alpha; JPEG has none, so white.
-    background: context.format === 'jpeg' ? WHITE : TRANSPARENT,
-  };
-}
-
-function resizeAndEncode(
-  image: Sharp,
-  resize: ResizeParams | undefined,
-  settings: EncodeSettings,
-  context: PassContext,
-): Sharp {
-  const resized = applyResize(image, resize, context);
-  switch (settings.format) {
-    case 'webp':
-      return resized.webp(settings.options);
-    case 'avif':
-      return resized.avif(settings.options);
-    case 'jpeg':
-      // JPEG has no alpha: composite transparent areas onto white rather than the black that
-      // hides under them.
-      return resized.flatten({ background: WHITE }).jpeg(settings.options);
-    case 'png':
-      return resized.png(settings.options);
-  }
+  return webpOutput && probe.pages > 1 && !needsQuarterTurn ? probe.pages : 1;
 }
 
 const PIXEL_LIMIT_MESSAGE = /exceeds pixel limit/i;

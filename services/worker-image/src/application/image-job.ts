@@ -14,6 +14,8 @@ export interface ImageJobOptions {
 /**
  * An image job: the upload is streamed to a temp file, processed by sharp file to file, and
  * the result uploaded as `results/<accountId>/<jobId>/result.<ext>` (a rerun overwrites it).
+ * The extension is the format processImage wrote: for auto, the one it chose, or the input's
+ * when the input itself is the result.
  */
 export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'image'> {
   return async (work, { workDir, signal, logger }) => {
@@ -51,6 +53,10 @@ export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'i
         width: image.widthOut,
         height: image.heightOut,
         format: image.format,
+        ...(image.keptInput && { keptInput: true as const }),
+        ...(image.ssimTarget !== undefined && { ssimTarget: image.ssimTarget }),
+        ...(image.ssim !== undefined && { ssim: image.ssim }),
+        ...(image.candidates !== undefined && { candidates: image.candidates }),
       },
       usage: { inputBytes: image.inputSize, megapixels: (image.widthIn * image.heightIn) / 1e6 },
     };

@@ -1,3 +1,4 @@
+import type { ImageFormat } from '@tamp/proto';
 import type { EncodeParams } from './operations';
 
 /**
@@ -18,6 +19,8 @@ export interface WebpEncodeOptions {
   quality: number;
   effort: number;
   smartSubsample: boolean;
+  /** libwebp's lossless mode (auto's candidate for graphics); quality then is its effort knob. */
+  lossless?: true;
 }
 
 export interface AvifEncodeOptions {
@@ -48,6 +51,8 @@ export type PngEncodeOptions =
       effort: number;
       compressionLevel: number;
       adaptiveFiltering: false;
+      /** 0 for auto's lossless palette of an image with at most 256 colours: no dither noise. */
+      dither?: 0;
     };
 
 export type EncodeSettings =
@@ -92,7 +97,10 @@ function tableValue(table: readonly number[], effort: number): number {
   return table[effort] ?? table[table.length - 1]!;
 }
 
-export function encodeSettingsFor(params: EncodeParams): EncodeSettings {
+/** The settings of one fixed format at an API quality and effort (auto chooses a format first). */
+export function encodeSettingsFor(
+  params: Pick<EncodeParams, 'quality' | 'effort'> & { format: ImageFormat },
+): EncodeSettings {
   const { format, quality, effort } = params;
   assertIntegerInRange('quality', quality, 1, 100);
   assertIntegerInRange('effort', effort, 0, 9);
@@ -132,25 +140,57 @@ export function encodeSettingsFor(params: EncodeParams): EncodeSettings {
         },
       };
     }
-    case 'png': {
-      const compressionLevel = tableValue(PNG_COMPRESSION_LEVEL_BY_API_EFFORT, effort);
-      if (quality === 100) {
-        // Lossless truecolour: the only PNG that keeps every pixel.
-        return {
-          format,
-          options: { palette: false, compressionLevel, adaptiveFiltering: effort >= 7 },
-        };
-      }
-      return {
-        format,
-        options: {
-          palette: true,
-          quality,
-          effort: tableValue(PNG_PALETTE_EFFORT_BY_API_EFFORT, effort),
-          compressionLevel,
-          adaptiveFiltering: false,
-        },
-      };
-    }
+    case 'png':
+      // Lossless truecolour at 100: the only PNG that keeps every pixel of any image.
+      return pngSettings(effort, quality === 100 ? undefined : { quality });
   }
+}
+
+/** PNG: truecolour, or a palette (libimagequant) at a target quality. */
+function pngSettings(
+  effort: number,
+  palette: { quality: number; dither?: 0 } | undefined,
+): EncodeSettings {
+  const compressionLevel = tableValue(PNG_COMPRESSION_LEVEL_BY_API_EFFORT, effort);
+  if (palette === undefined) {
+    return {
+      format: 'png',
+      options: { palette: false, compressionLevel, adaptiveFiltering: effort >= 7 },
+    };
+  }
+  return {
+    format: 'png',
+    options: {
+      palette: true,
+      ...palette,
+      effort: tableValue(PNG_PALETTE_EFFORT_BY_API_EFFORT, effort),
+      compressionLevel,
+      adaptiveFiltering: false,
+    },
+  };
+}
+
+/**
+ * auto's lossless candidates (graphics: transparency or few colours): lossless WebP at the
+ * job's effort, and PNG, as a palette when the image has at most 256 colours (every colour
+ * kept exactly, far smaller than truecolour) and truecolour otherwise.
+ */
+export function losslessEncodeSettings(
+  format: 'webp' | 'png',
+  effort: number,
+  fewColours: boolean,
+): EncodeSettings {
+  assertIntegerInRange('effort', effort, 0, 9);
+  if (format === 'webp') {
+    return {
+      format,
+      options: {
+        quality: 100,
+        effort: tableValue(WEBP_EFFORT_BY_API_EFFORT, effort),
+        smartSubsample: false,
+        lossless: true,
+      },
+    };
+  }
+  return pngSettings(effort, fewColours ? { quality: 100, dither: 0 } : undefined);
 }

@@ -13,6 +13,12 @@ export const MAX_DIMENSION_BY_FORMAT: Partial<Record<ImageFormat, number>> = {
   jpeg: 65535,
 };
 
+/** Whether an output of `size` fits what `format` can hold per side. */
+export function fitsFormatDimensions(format: ImageFormat, size: Dimensions): boolean {
+  const maxDimension = MAX_DIMENSION_BY_FORMAT[format];
+  return maxDimension === undefined || Math.max(size.width, size.height) <= maxDimension;
+}
+
 /** Accepted input formats, as sharp's metadata names them (the API accepts .jpg/.png/.webp). */
 export const INPUT_FORMATS = ['jpeg', 'png', 'webp'] as const;
 export type InputFormat = (typeof INPUT_FORMATS)[number];

@@ -12,7 +12,9 @@ import {
   estimateImageMemory,
   imageMemoryDemand,
   JOB_OVERHEAD_BYTES,
+  planSearchWithinMemory,
   planWithinMemory,
+  SEARCH_SAMPLE_BYTES_PER_PIXEL,
   smartCropHeldPixels,
 } from './memory-model';
 import type { ResizeParams } from './operations';
@@ -217,5 +219,41 @@ describe('planning within a budget', () => {
       });
       expect((error as Error).message).toMatch(/needs about 1\d{3} MB of memory/);
     }
+  });
+});
+
+describe('planSearchWithinMemory', () => {
+  const candidates = (['jpeg', 'webp', 'avif'] as const).map((format) => ({
+    candidate: format,
+    settings: settings(format, 95),
+  }));
+
+  it('skips a candidate that cannot fit rather than failing, and reserves for the rest', () => {
+    // 48 MP at the top of the search range (q95): AVIF needs far more than 320 MiB, WebP even
+    // in one pass ~350 MiB; baseline JPEG streams.
+    const plan = planSearchWithinMemory({
+      chain: demandFor(),
+      candidates,
+      samplePixels: 640 * 640,
+      budgetBytes: 320 * MiB,
+    });
+    expect(plan.skipped).toEqual(['webp', 'avif']);
+    expect(plan.fitting.map(({ candidate }) => candidate)).toEqual(['jpeg']);
+    const sampleBytes = SEARCH_SAMPLE_BYTES_PER_PIXEL * 640 * 640;
+    expect(plan.estimatedBytes).toBe(
+      Math.max(...plan.fitting.map(({ plan: fitting }) => fitting.estimatedBytes)) + sampleBytes,
+    );
+    expect(plan.estimatedBytes).toBeLessThanOrEqual(320 * MiB);
+  });
+
+  it('fails like a fixed job when no candidate fits', () => {
+    expect(() =>
+      planSearchWithinMemory({
+        chain: demandFor(),
+        candidates: candidates.filter(({ candidate }) => candidate === 'avif'),
+        samplePixels: 640 * 640,
+        budgetBytes: 320 * MiB,
+      }),
+    ).toThrow(ImageLimitError);
   });
 });

@@ -39,6 +39,7 @@ export type EncoderMemoryClass =
   | 'webp-single-pass'
   | 'webp-multi-pass'
   | 'webp-sharp-yuv'
+  | 'webp-lossless'
   | 'avif'
   | 'jpeg-baseline'
   | 'jpeg-optimised'
@@ -84,6 +85,9 @@ export const ENCODER_BYTES_PER_PIXEL: Readonly<Record<EncoderMemoryClass, Qualit
     [90, 17.5],
     [100, 20.7],
   ],
+  // libwebp lossless (auto's candidate for graphics) keeps the ARGB picture, its transformed
+  // copy, hash chains and backward references.
+  'webp-lossless': [[100, 33]],
   avif: [
     [50, 30],
     [100, 36],
@@ -129,6 +133,7 @@ const WEBP_MULTI_PASS_FROM_METHOD = 3;
 export function encoderMemoryClass(settings: EncodeSettings): EncoderMemoryClass {
   switch (settings.format) {
     case 'webp':
+      if (settings.options.lossless) return 'webp-lossless';
       if (settings.options.smartSubsample) return 'webp-sharp-yuv';
       return settings.options.effort >= WEBP_MULTI_PASS_FROM_METHOD
         ? 'webp-multi-pass'
@@ -330,5 +335,85 @@ export function planWithinMemory(
     settings: variants[index]!,
     estimatedBytes: estimates[index]!,
     steppedDown: index > 0,
+  };
+}
+
+/**
+ * A search (auto or an ssim target) holds the sample's pixels, their luma and the SSIM sums
+ * (Float64 summed-area tables) of the reference and of the candidate being scored, besides
+ * the encoders: ~56 bytes per sample pixel, 23 MiB for the largest sample.
+ */
+export const SEARCH_SAMPLE_BYTES_PER_PIXEL = 56;
+
+export interface SearchMemoryPlan<Candidate> {
+  /** Reserved for the whole job: its most demanding candidate, or the reference pass. */
+  estimatedBytes: number;
+  /** The candidates that fit the budget, each with the settings it is planned at. */
+  fitting: { candidate: Candidate; plan: ImageMemoryPlan }[];
+  /** The candidates that cannot fit even in their leanest mode: skipped, not failed. */
+  skipped: Candidate[];
+}
+
+/**
+ * The memory plan of a search job. It first writes the reference (the chain's passes into an
+ * uncompressed `.v` file, which streams like truecolour PNG), then encodes from that file: each
+ * candidate at the top of its search range (memory grows with quality) is planned as a fixed
+ * job would be, leaner modes included. A candidate that cannot fit is skipped; when none fits
+ * the job fails as a fixed one would (ImageLimitError, kind memory). The reservation covers the
+ * most demanding fitting candidate plus the sample's buffers, so every encode of the search
+ * stays within it (planWithinMemory against the reservation at a lower quality always fits).
+ */
+export function planSearchWithinMemory<Candidate>(options: {
+  chain: ImageMemoryDemand;
+  candidates: readonly { candidate: Candidate; settings: EncodeSettings }[];
+  samplePixels: number;
+  budgetBytes: number;
+}): SearchMemoryPlan<Candidate> {
+  const { chain, candidates, samplePixels, budgetBytes } = options;
+  const sampleBytes = Math.ceil(SEARCH_SAMPLE_BYTES_PER_PIXEL * samplePixels);
+  const streamingWrite: EncodeSettings = {
+    format: 'png',
+    options: { palette: false, compressionLevel: 6, adaptiveFiltering: false },
+  };
+  const referenceBytes = estimateImageMemory(chain, streamingWrite);
+  const fromReference = referenceEncodeDemand(chain);
+  if (referenceBytes + sampleBytes > budgetBytes) {
+    throw new ImageLimitError({
+      kind: 'memory',
+      format: candidates[0]?.settings.format ?? 'png',
+      width: chain.width,
+      height: chain.height,
+      neededBytes: referenceBytes + sampleBytes,
+      budgetBytes,
+    });
+  }
+  const fitting: SearchMemoryPlan<Candidate>['fitting'] = [];
+  const skipped: Candidate[] = [];
+  let firstError: unknown;
+  for (const { candidate, settings } of candidates) {
+    try {
+      fitting.push({
+        candidate,
+        plan: planWithinMemory(fromReference, settings, budgetBytes - sampleBytes),
+      });
+    } catch (error) {
+      firstError ??= error;
+      skipped.push(candidate);
+    }
+  }
+  if (fitting.length === 0) throw firstError;
+  const encoderPeak = Math.max(...fitting.map(({ plan }) => plan.estimatedBytes));
+  return {
+    estimatedBytes: Math.max(referenceBytes, encoderPeak) + sampleBytes,
+    fitting,
+    skipped,
+  };
+}
+
+/** Encoding the output from its `.v` reference: one pass that maps the reference and encodes. */
+export function referenceEncodeDemand(chain: ImageMemoryDemand): ImageMemoryDemand {
+  return {
+    ...chain,
+    passes: [{ decoder: 'vips', inputPixels: chain.outputPixels, heldPixels: 0 }],
   };
 }

@@ -129,6 +129,20 @@ const JOB_REQUESTS: { [P in Pipeline]: NamedExamples<JobRequestBodies[P]> } = {
         ],
       },
     },
+    auto: {
+      summary:
+        'auto: the smallest of AVIF, WebP and JPEG (lossless for graphics) reaching SSIM 0.95, never larger than the input',
+      value: {
+        imageId: EXAMPLE_IDS.imageUpload,
+        operations: [
+          { type: 'resize', params: { width: 2048, height: 2048 } },
+          {
+            type: 'encode',
+            params: { format: 'auto', ssim: 0.95, accept: ['avif', 'webp', 'jpeg'] },
+          },
+        ],
+      },
+    },
   },
   text: {
     inlineText: {

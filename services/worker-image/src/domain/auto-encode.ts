@@ -1,0 +1,345 @@
+import {
+  AUTO_IMAGE_FORMAT,
+  IMAGE_FORMATS,
+  type ImageCandidate,
+  type ImageEncodeParams,
+  type ImageFormat,
+} from '@tamp/proto';
+import type { InputFormat } from './image-limits';
+
+/**
+ * The rules of `format: "auto"` and of `ssim` targets (services/worker-image/README.md#auto-and-
+ * perceptual-targets): which encodings a job weighs, how the encoder quality is searched, which
+ * one wins, when the search stops for time, and when the input itself is the result. The
+ * adapter (adapters/auto-encode.ts) runs the encodes and measures; nothing here does I/O.
+ */
+
+/** One encoding a job weighs: a format, lossy (its quality searched) or lossless. */
+export interface CandidateSpec {
+  format: ImageFormat;
+  lossless: boolean;
+}
+
+/** What the reference pixels say about the image, read once before the search. */
+export interface ImageTraits {
+  /** Some pixel is not fully opaque. */
+  transparent: boolean;
+  /** At most FEW_COLOURS distinct colours (a graphic: a palette keeps every one of them). */
+  fewColours: boolean;
+  /** The output keeps several frames (animated WebP in and out). */
+  animated: boolean;
+}
+
+/** A palette (PNG) holds at most this many colours; an image within it is a graphic. */
+export const FEW_COLOURS = 256;
+
+/**
+ * Cheapest to encode first, so a time budget that runs out drops the costly ones: JPEG, WebP,
+ * the lossless pair, AVIF (libaom is 10–20× slower than libwebp at the same effort).
+ */
+const SEARCH_ORDER: readonly CandidateSpec[] = [
+  { format: 'jpeg', lossless: false },
+  { format: 'webp', lossless: false },
+  { format: 'png', lossless: true },
+  { format: 'webp', lossless: true },
+  { format: 'avif', lossless: false },
+];
+
+/** The formats an auto encode may choose among: `accept`, or all. */
+export function acceptedFormats(params: ImageEncodeParams): readonly ImageFormat[] {
+  if (params.format !== AUTO_IMAGE_FORMAT) return [params.format];
+  return params.accept ?? IMAGE_FORMATS;
+}
+
+/**
+ * The encodings a job weighs. A fixed format with an `ssim` target: that format alone (PNG's
+ * search runs over its palette quality, with lossless truecolour at the top). `auto`, within
+ * the accepted formats:
+ * - AVIF, WebP and JPEG lossy, always; JPEG not when the image is transparent (it has no
+ *   alpha and would put the image on white);
+ * - lossless PNG and WebP too for graphics (transparency or few colours), where they are often
+ *   smaller than any lossy encoding and exact;
+ * - an animation keeps its frames only as WebP, so WebP alone when it is accepted;
+ * - when nothing is left (only JPEG accepted for a transparent image), JPEG on white, as a
+ *   fixed JPEG is written.
+ */
+export function candidatesFor(params: ImageEncodeParams, traits: ImageTraits): CandidateSpec[] {
+  if (params.format !== AUTO_IMAGE_FORMAT) return [{ format: params.format, lossless: false }];
+  const accepted = acceptedFormats(params);
+  const graphic = traits.transparent || traits.fewColours;
+  const animatedWebp = traits.animated && accepted.includes('webp');
+  const candidates = SEARCH_ORDER.filter(
+    (candidate) =>
+      accepted.includes(candidate.format) &&
+      (!animatedWebp || candidate.format === 'webp') &&
+      (!candidate.lossless || graphic) &&
+      !(candidate.format === 'jpeg' && traits.transparent),
+  );
+  return candidates.length > 0 ? candidates : [{ format: 'jpeg', lossless: false }];
+}
+
+/**
+ * The API qualities a lossy search runs over, how many encodes it may spend per format, and
+ * when it is close enough. Below 20 no encoder reaches a target of the allowed range on real
+ * images; above 95 files grow fast for little score, and a target that needs more is met by
+ * lossless graphics or not at all. PNG (fixed, with a target) runs to 100, its lossless
+ * truecolour, which meets every target. The search stops once the lowest passing quality is
+ * known within `resolution` (the API's steps of 1 are finer than any codec's visible steps).
+ */
+export const QUALITY_SEARCH = {
+  min: 20,
+  max: 95,
+  pngMax: 100,
+  probes: 6,
+  /** AVIF encodes cost 10–20× WebP's (measured: scripts/bench/image-auto.ts): fewer of them. */
+  avifProbes: 4,
+  resolution: 2,
+} as const;
+
+/** The most encodes a candidate's search may spend. */
+export function maxProbesFor(candidate: CandidateSpec): number {
+  return candidate.format === 'avif' ? QUALITY_SEARCH.avifProbes : QUALITY_SEARCH.probes;
+}
+
+export interface QualityRange {
+  min: number;
+  max: number;
+}
+
+export function qualityRangeFor(candidate: CandidateSpec): QualityRange {
+  return {
+    min: QUALITY_SEARCH.min,
+    max: candidate.format === 'png' ? QUALITY_SEARCH.pngMax : QUALITY_SEARCH.max,
+  };
+}
+
+/** One encode of a search: the quality tried, its size and its score. */
+export interface Probe {
+  quality: number;
+  bytes: number;
+  ssim: number;
+}
+
+/**
+ * The lowest quality whose score meets the target, in at most `maxProbes` encodes: the first
+ * at `start` or the middle of the range, then by interpolation between the closest failing and passing
+ * qualities (the score is smooth in quality, so 3–4 encodes usually settle it, where bisection
+ * needs 6), by bisection while one side is still open, and always strictly inside the bracket
+ * so every encode narrows it. It assumes the score rises with quality, which holds for every
+ * codec here up to small wobbles; a wobble can only make it settle a step higher than needed,
+ * never return a quality that was not measured to meet the target.
+ */
+export class QualitySearch {
+  readonly #target: number;
+  readonly #maxProbes: number;
+  readonly #resolution: number;
+  /** Highest quality known to fail (or one below the range) and lowest known to pass (or one above). */
+  #failing: { quality: number; ssim?: number };
+  #passing: { quality: number; ssim?: number };
+  readonly probes: Probe[] = [];
+
+  constructor(
+    target: number,
+    range: QualityRange,
+    options: {
+      maxProbes?: number;
+      resolution?: number;
+      /** The first quality to try (e.g. the job's quality), instead of the range's middle. */
+      start?: number;
+    } = {},
+  ) {
+    if (!(range.min <= range.max)) {
+      throw new RangeError(`empty quality range ${range.min}–${range.max}`);
+    }
+    this.#target = target;
+    this.#maxProbes = options.maxProbes ?? QUALITY_SEARCH.probes;
+    this.#resolution = options.resolution ?? QUALITY_SEARCH.resolution;
+    this.#failing = { quality: range.min - 1 };
+    this.#passing = { quality: range.max + 1 };
+    this.#start = options.start;
+  }
+
+  readonly #start: number | undefined;
+
+  /** The next quality to encode (ask once per encode), or undefined when the search is over. */
+  next(): number | undefined {
+    const low = this.#failing.quality;
+    const high = this.#passing.quality;
+    if (this.probes.length >= this.#maxProbes || high - low <= 1) return undefined;
+    // Found within the resolution: a passing quality at most `resolution` above a failing one.
+    if (this.#passing.ssim !== undefined && high - low <= this.#resolution) return undefined;
+    const lowScore = this.#failing.ssim;
+    const highScore = this.#passing.ssim;
+    let quality = Math.ceil((low + high) / 2);
+    if (this.probes.length === 0 && this.#start !== undefined) quality = this.#start;
+    // Interpolation creeps when the score has a step (it keeps landing just short of it): an
+    // interpolated encode that did not halve the bracket is followed by a bisection.
+    const crept = this.#bracketBefore !== undefined && high - low > this.#bracketBefore / 2;
+    this.#bracketBefore = undefined;
+    if (lowScore !== undefined && highScore !== undefined && highScore > lowScore && !crept) {
+      const share = (this.#target - lowScore) / (highScore - lowScore);
+      quality = Math.round(low + share * (high - low));
+      this.#bracketBefore = high - low;
+    }
+    return Math.min(high - 1, Math.max(low + 1, quality));
+  }
+
+  /** The bracket's width before an interpolated encode, to see whether it halved. */
+  #bracketBefore: number | undefined;
+
+  record(probe: Probe): void {
+    this.probes.push(probe);
+    if (probe.ssim >= this.#target) {
+      if (probe.quality < this.#passing.quality) this.#passing = probe;
+    } else if (probe.quality > this.#failing.quality) {
+      this.#failing = probe;
+    }
+  }
+
+  /** The lowest quality measured to meet the target (the smallest file), if any. */
+  get best(): Probe | undefined {
+    return lowestMeeting(this.probes, this.#target) ?? undefined;
+  }
+
+  /** The highest-scoring encode, for when none met the target. */
+  get closest(): Probe | undefined {
+    return this.probes.reduce<Probe | undefined>(
+      (best, probe) => (best === undefined || probe.ssim > best.ssim ? probe : best),
+      undefined,
+    );
+  }
+}
+
+function lowestMeeting(probes: readonly Probe[], target: number): Probe | undefined {
+  return probes
+    .filter((probe) => probe.ssim >= target)
+    .reduce<Probe | undefined>(
+      (best, probe) =>
+        best === undefined ||
+        probe.bytes < best.bytes ||
+        (probe.bytes === best.bytes && probe.quality < best.quality)
+          ? probe
+          : best,
+      undefined,
+    );
+}
+
+/** A candidate's outcome: its settled encode, or why it was not tried. */
+export interface CandidateOutcome {
+  spec: CandidateSpec;
+  /** The encode it settled on (quality undefined when lossless); absent when skipped. */
+  settled?: Probe;
+  meetsTarget?: boolean;
+  skipped?: NonNullable<ImageCandidate['skipped']>;
+}
+
+/**
+ * The winner: the smallest encode that meets the target; when none does, the one that comes
+ * closest (the highest score), so a job always has an output. Ties go to the earlier
+ * candidate (the cheaper to decode).
+ */
+export function chooseCandidate(outcomes: readonly CandidateOutcome[]): CandidateOutcome {
+  const tried = outcomes.filter((outcome) => outcome.settled !== undefined);
+  const meeting = tried.filter((outcome) => outcome.meetsTarget);
+  const pool = meeting.length > 0 ? meeting : tried;
+  const better = (a: CandidateOutcome, b: CandidateOutcome) =>
+    meeting.length > 0 ? a.settled!.bytes < b.settled!.bytes : a.settled!.ssim > b.settled!.ssim;
+  const winner = pool.reduce<CandidateOutcome | undefined>(
+    (best, outcome) => (best === undefined || better(outcome, best) ? outcome : best),
+    undefined,
+  );
+  if (winner === undefined) throw new RangeError('no candidate was encoded');
+  return winner;
+}
+
+/**
+ * The time a job's search may take (LIMITS.imageSearchBudgetMs), on a clock it is handed. The
+ * first candidate always runs (a job needs an output); each later one is dropped as soon as
+ * its first encode shows that finishing it would overrun (projectedCandidateMs).
+ */
+export class SearchBudget {
+  readonly #startedAt: number;
+  readonly #budgetMs: number;
+  readonly #now: () => number;
+
+  constructor(budgetMs: number, now: () => number) {
+    this.#budgetMs = budgetMs;
+    this.#now = now;
+    this.#startedAt = now();
+  }
+
+  get elapsedMs(): number {
+    return this.#now() - this.#startedAt;
+  }
+
+  /** Whether work projected to take `projectedMs` more still ends within the budget. */
+  allows(projectedMs: number): boolean {
+    return this.elapsedMs + projectedMs <= this.#budgetMs;
+  }
+}
+
+/**
+ * What is left of a candidate after its first encode took `probeMs` on the sample: the rest of
+ * its search and, when the sample is not the whole image, what its full-size encode (projected
+ * as `fullPixels / samplePixels` times its first encode) would cost beyond the leader's (whose
+ * first encode took `leaderProbeMs`): one full-size encode is owed whichever wins, so the
+ * budget bounds the search, and the winner's full-size encode comes on top of it.
+ */
+export function projectedCandidateMs(options: {
+  probeMs: number;
+  remainingProbes: number;
+  samplePixels: number;
+  fullPixels: number;
+  leaderProbeMs: number;
+}): number {
+  const { probeMs, remainingProbes, samplePixels, fullPixels, leaderProbeMs } = options;
+  const scale = fullPixels > samplePixels ? fullPixels / samplePixels : 0;
+  return probeMs * remainingProbes + Math.max(0, (probeMs - leaderProbeMs) * scale);
+}
+
+/**
+ * Never larger (docs/decisions.md#never-larger-than-the-input): the result is the input itself
+ * when the best encode is not smaller, the input's format is one the job accepts, and the
+ * input already is what the job asks for: same size and frames, upright, no metadata the
+ * pipeline would strip (EXIF, XMP, IPTC), no colour conversion.
+ */
+export function keepsInput(facts: {
+  inputFormat: InputFormat;
+  inputSize: number;
+  outputSize: number;
+  accepted: readonly ImageFormat[];
+  /** Output width, height and frames equal the input's. */
+  sameDimensions: boolean;
+  /** The pipeline changes what the input carries besides pixels (orientation, metadata, profile). */
+  inputNeedsRewrite: boolean;
+}): boolean {
+  return (
+    facts.outputSize >= facts.inputSize &&
+    facts.accepted.includes(facts.inputFormat) &&
+    facts.sameDimensions &&
+    !facts.inputNeedsRewrite
+  );
+}
+
+/** Up to FEW_COLOURS + 1 distinct colours of raw interleaved 8-bit pixels (early exit). */
+export function hasFewColours(pixels: Uint8Array, channels: number): boolean {
+  const seen = new Set<number>();
+  for (let offset = 0; offset < pixels.length; offset += channels) {
+    let colour = 0;
+    for (let channel = 0; channel < channels; channel++) {
+      colour = colour * 256 + pixels[offset + channel]!;
+    }
+    seen.add(colour);
+    if (seen.size > FEW_COLOURS) return false;
+  }
+  return true;
+}
+
+/** Whether any pixel of raw interleaved pixels with alpha last is not fully opaque. */
+export function hasTransparency(pixels: Uint8Array, channels: number): boolean {
+  if (channels !== 2 && channels !== 4) return false;
+  for (let offset = channels - 1; offset < pixels.length; offset += channels) {
+    if (pixels[offset] !== 255) return true;
+  }
+  return false;
+}
