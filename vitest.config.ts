@@ -1,21 +1,33 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four projects, named for what a test needs (docs/testing.md):
+ * Five projects, named for what a test needs (docs/testing.md):
  * - unit: code alone, no server, no tool and no global setup; `npm run test:unit` runs it in
  *   seconds on a fresh clone.
  * - integration: one service or library against real NATS, MongoDB-wire and S3 servers, and the
  *   adapters that drive real ffmpeg, sharp, pdf.js and worker pools (tools the setup installs).
  * - e2e: the whole system as its users meet it (HTTP API, SDK and CLI, Chromium, load and faults).
  * - cluster: the Helm chart, images and a real Kubernetes control plane and node.
- * The three that need servers share one set, started once per run (test/setup/global-infra.ts).
- * `npm test` runs all four.
+ * - containers: Tamp's images run by a container engine through testcontainers
+ *   (@tamp/testcontainers), with the engine and images of its own setup
+ *   (test/setup/container-engine.ts).
+ * The three before it share one set of servers, started once per run
+ * (test/setup/global-infra.ts). `npm test` runs all five.
  */
 const WITH_SERVERS = ['test/setup/global-infra.ts'];
 /** Adapters meet the outside world (ffmpeg, sharp, pdf.js, worker threads): not unit tests. */
 const ADAPTER_TESTS = 'services/*/src/adapters/**/*.test.ts';
 
 export default defineConfig({
+  resolve: {
+    // Tests import the module by its name, from its sources (its package ships dist/).
+    alias: {
+      '@tamp/testcontainers': fileURLToPath(
+        new URL('./testcontainers/src/index.ts', import.meta.url),
+      ),
+    },
+  },
   test: {
     // Native modules (sharp, libvips) are not safe to load in worker threads; forks isolate them.
     pool: 'forks',
@@ -34,6 +46,7 @@ export default defineConfig({
             'services/*/src/**/*.test.ts',
             'services/*/examples/**/*.test.ts',
             'client/test/unit/**/*.test.ts',
+            'testcontainers/test/unit/**/*.test.ts',
             'scripts/docs/**/*.test.ts',
             'test/support/**/*.test.ts',
           ],
@@ -69,6 +82,19 @@ export default defineConfig({
           name: 'cluster',
           include: ['test/deploy/**/*.test.ts', 'test/kubernetes/**/*.test.ts'],
           globalSetup: WITH_SERVERS,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'containers',
+          include: [
+            'test/containers/**/*.test.ts',
+            'testcontainers/test/*.test.ts',
+            'testcontainers/examples/**/*.test.ts',
+          ],
+          globalSetup: ['test/setup/container-engine.ts'],
+          setupFiles: ['test/setup/container-environment.ts'],
         },
       },
     ],

@@ -19,6 +19,7 @@ WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY proto/package.json proto/
 COPY client/package.json client/
+COPY testcontainers/package.json testcontainers/
 COPY scripts/package.json scripts/
 COPY services/billing/package.json services/billing/
 COPY services/gateway/package.json services/gateway/

@@ -24,6 +24,12 @@ import { MongoClient } from 'mongodb';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTampDelivery } from '../../services/webhook/examples/verify-delivery';
+import {
+  DUPLICATE_WINDOW_MS,
+  expectCompletedOnceAfterOneCrash,
+  jobDocument as jobDocumentIn,
+  ledgerOf as ledgerIn,
+} from '../support/exactly-once';
 import { expectNothingLostOrChargedTwice, loadDuring } from '../support/load-during';
 import { assertStaysTrue } from '../support/stays-true';
 
@@ -131,20 +137,7 @@ async function download(url: string): Promise<Buffer> {
   return Buffer.from(await response.arrayBuffer());
 }
 
-async function ledgerOf(jobId: string): Promise<{ reserve: number; refund: number }> {
-  const entries = await mongo
-    .db('tamp')
-    .collection<{ _id: string; kind: string; jobId: string | null }>('ledger')
-    .find({ jobId })
-    .toArray();
-  return {
-    reserve: entries.filter((entry) => entry.kind === 'reserve').length,
-    refund: entries.filter((entry) => entry.kind === 'refund').length,
-  };
-}
-
-/** How long a test watches for a duplicate charge, attempt or event that would follow a job's end. */
-const DUPLICATE_WINDOW_MS = 3_000;
+const ledgerOf = (jobId: string) => ledgerIn(mongo.db('tamp'), jobId);
 
 /** Each job reserved once and never refunded, throughout the duplicate window. */
 function chargedOnceEach(jobIds: readonly string[]): Promise<void> {
@@ -156,12 +149,7 @@ function chargedOnceEach(jobIds: readonly string[]): Promise<void> {
   );
 }
 
-async function jobDocument(jobId: string): Promise<{ status: string; attempts: number } | null> {
-  return mongo
-    .db('tamp')
-    .collection<{ _id: string; status: string; attempts: number }>('jobs')
-    .findOne({ _id: jobId });
-}
+const jobDocument = (jobId: string) => jobDocumentIn(mongo.db('tamp'), jobId);
 
 async function credits(): Promise<number> {
   const found = await mongo
@@ -294,14 +282,6 @@ async function unfinishedJobsWhenAPodIsReplaced(): Promise<number> {
     .db('tamp')
     .collection('jobs')
     .countDocuments({ status: { $in: ['queued', 'processing'] } });
-}
-
-/** How many `job.completed` deliveries the receiver got for this job. */
-async function completionsOf(jobId: string): Promise<number> {
-  return (await receivedDeliveries()).filter((delivery) => {
-    const event = JSON.parse(delivery.body) as { event?: string; job?: { id?: string } };
-    return event.event === 'job.completed' && event.job?.id === jobId;
-  }).length;
 }
 
 /** A receiver that keeps every delivery (raw body and headers) and lists them on GET. */
@@ -586,22 +566,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
 
     const job = await waitForTerminal(jobId, 420_000);
     expect(job.status, JSON.stringify(job)).toBe('completed');
-    // A duplicate charge, a third attempt or a second completion event would show within
-    // seconds of the completion.
-    await pollUntil(
-      'the completion webhook',
-      async () => ((await completionsOf(jobId)) > 0 ? true : undefined),
-      60_000,
-      1_000,
-    );
-    await assertStaysTrue(
-      async () => {
-        expect((await jobDocument(jobId))?.attempts).toBe(2);
-        expect(await ledgerOf(jobId)).toEqual({ reserve: 1, refund: 0 });
-        expect(await completionsOf(jobId)).toBe(1);
-      },
-      { forMs: DUPLICATE_WINDOW_MS, intervalMs: 500, what: 'one charge, two attempts, one event' },
-    );
+    await expectCompletedOnceAfterOneCrash(mongo.db('tamp'), jobId, receivedDeliveries);
     expect(before - (await credits())).toBe(creditCost('audio', wavBytes.byteLength));
   }, 600_000);
 

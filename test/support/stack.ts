@@ -60,28 +60,6 @@ export async function startTestStack(
     throw new Error(`${(error as Error).message}\n${dumpLogs(logs)}`);
   }
 
-  async function request<Data>(
-    baseUrl: string,
-    method: string,
-    path: string,
-    init: { body?: unknown; token?: string; headers?: Record<string, string> } = {},
-  ): Promise<ApiResponse<Data>> {
-    const headers: Record<string, string> = { ...init.headers };
-    if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    const text = await response.text();
-    return {
-      status: response.status,
-      headers: response.headers,
-      body: text === '' ? {} : JSON.parse(text),
-    };
-  }
-
   return {
     infrastructure,
     services,
@@ -89,14 +67,14 @@ export async function startTestStack(
     adminUrl: services.adminUrl,
     adminToken,
     logs: () => dumpLogs(logs),
-    api: <Data = unknown>(method: string, path: string, init?: Parameters<typeof request>[3]) =>
-      request<Data>(services.publicUrl, method, path, init),
+    api: <Data = unknown>(method: string, path: string, init?: ApiRequestInit) =>
+      apiRequest<Data>(services.publicUrl, method, path, init),
     admin: <Data = unknown>(method: string, path: string, body?: unknown) =>
-      request<Data>(services.adminUrl, method, path, { body, token: adminToken }),
+      apiRequest<Data>(services.adminUrl, method, path, { body, token: adminToken }),
     async createAccount(
       body: { plan?: 'free' | 'pro'; credits?: number; webhookUrl?: string } = {},
     ): Promise<TestAccount> {
-      const response = await request<TestAccount>(services.adminUrl, 'POST', '/admin/accounts', {
+      const response = await apiRequest<TestAccount>(services.adminUrl, 'POST', '/admin/accounts', {
         body,
         token: adminToken,
       });
@@ -109,6 +87,45 @@ export async function startTestStack(
     },
     stop: () => services.stop(),
   };
+}
+
+/** A request's JSON body, bearer token and further headers. */
+interface ApiRequestInit {
+  body?: unknown;
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+/** One call to a Tamp API (public or admin) as a client makes it, its JSON answer parsed. */
+export async function apiRequest<Data>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  init: ApiRequestInit = {},
+): Promise<ApiResponse<Data>> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text === '' ? {} : JSON.parse(text),
+  };
+}
+
+/**
+ * What the helpers below need of a running Tamp: its public API, and its logs for a failure's
+ * message. A TestStack is one; so is a Tamp in containers (test/containers).
+ */
+export interface PublicApi {
+  api: TestStack['api'];
+  logs(): string;
 }
 
 export type TestStack = Awaited<ReturnType<typeof startTestStack>>;
@@ -126,7 +143,7 @@ function dumpLogs(logs: Map<ServiceName, string[]>): string {
 
 /** Long-polls a job until it is completed or failed (at most ten 20-second polls). */
 export async function finishedJob<Job extends { status: string }>(
-  stack: TestStack,
+  stack: PublicApi,
   apiKey: string,
   id: string,
 ): Promise<Job> {
@@ -140,7 +157,7 @@ export async function finishedJob<Job extends { status: string }>(
 
 /** POST /v1/upload then PUT the bytes exactly as a client would; returns the upload id. */
 export async function uploadFile(
-  stack: TestStack,
+  stack: PublicApi,
   apiKey: string,
   filename: string,
   bytes: Buffer,

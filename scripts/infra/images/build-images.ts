@@ -39,6 +39,15 @@ type Log = (message: string) => void;
 export const IMAGE_REPOSITORY = 'tamp.local/tamp';
 export const IMAGE_ARCHIVE_DIR = join(PROJECT_ROOT, '.images');
 const STORAGE_DIR = join(TOOLS_DIR, 'images');
+/**
+ * The containers/storage every image lives in: buildah builds into it, and podman
+ * (scripts/infra/container-engine.ts) runs containers from it with the same two folders.
+ */
+export const IMAGE_STORAGE = {
+  driver: 'overlay',
+  root: join(STORAGE_DIR, 'storage'),
+  runroot: join(STORAGE_DIR, 'run'),
+} as const;
 
 const imageTools = z.object({
   debian: z.object({ suite: z.string(), mirror: z.string(), securityMirror: z.string() }),
@@ -63,11 +72,11 @@ export interface BuiltImage {
 export async function buildah(args: string[], log?: Log): Promise<string> {
   const full = [
     '--root',
-    join(STORAGE_DIR, 'storage'),
+    IMAGE_STORAGE.root,
     '--runroot',
-    join(STORAGE_DIR, 'run'),
+    IMAGE_STORAGE.runroot,
     '--storage-driver',
-    'overlay',
+    IMAGE_STORAGE.driver,
     ...args,
   ];
   if (log === undefined) {
@@ -323,17 +332,19 @@ async function removeLeftoverContainers(image: string): Promise<void> {
 }
 
 /**
- * containers/storage keeps its overlay folder bind-mounted (private) after buildah exits.
- * Unmounted once no build is running and no working container is left, so no mount outlives
- * the build; the next buildah mounts it again.
+ * containers/storage keeps its overlay folder bind-mounted (private) after buildah or podman
+ * exits. Unmounted once no build or engine is running and no working container is left, so no
+ * mount outlives the build or the test run; the next buildah or podman mounts it again.
  */
-async function releaseStorageMount(): Promise<void> {
-  const others = await execFile('pgrep', ['-x', 'buildah']).then(
-    ({ stdout }) => stdout.trim() !== '',
-    () => false,
-  );
-  if (others || (await buildah(['containers', '--noheading', '--quiet'])) !== '') return;
-  const overlay = await realpath(join(STORAGE_DIR, 'storage', 'overlay')).catch(() => undefined);
+export async function releaseStorageMount(): Promise<void> {
+  const running = async (name: string) =>
+    execFile('pgrep', ['-x', name]).then(
+      ({ stdout }) => stdout.trim() !== '',
+      () => false,
+    );
+  if ((await running('buildah')) || (await running('podman'))) return;
+  if ((await buildah(['containers', '--all', '--noheading', '--quiet'])) !== '') return;
+  const overlay = await realpath(join(IMAGE_STORAGE.root, 'overlay')).catch(() => undefined);
   if (overlay === undefined) return;
   const mounts = await readFile('/proc/self/mountinfo', 'utf8');
   if (mounts.split('\n').some((line) => line.split(' ')[4] === overlay)) {
