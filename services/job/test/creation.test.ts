@@ -314,7 +314,8 @@ describe('money under any timing', () => {
         _id: `${accountId}:died-reserved` as never,
         jobId: diedJobId,
         requestHash: request.requestHash,
-        createdAt: new Date(),
+        // Claimed longer ago than the stale window: its creation's budget has run out.
+        createdAt: new Date(Date.now() - 60 * 60 * 1000),
       });
       await admissions().insertOne({
         _id: diedJobId as never,

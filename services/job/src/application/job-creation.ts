@@ -127,8 +127,8 @@ export class JobCreation {
    * deduplicate on, so two takers still make one job. Anything else still in progress elsewhere
    * answers IDEMPOTENCY_KEY_IN_USE: retry later, never a second job.
    *
-   * A creation that has certainly given up (its id taken by an abandoned creation, or its
-   * deadline past) but left its reservation held, because its process died or billing could
+   * A creation that has certainly given up (its id taken by an abandoned creation, or its claim
+   * stale and its deadline past) but left its reservation held, because its process died or billing could
    * not be reached, is settled here by the twin rather than left to the reconciler's next pass
    * a minute or more later: a client retrying its key after a 503 gets its job within seconds.
    */
@@ -158,7 +158,8 @@ export class JobCreation {
           await claims.release(claimId, claim.jobId);
           continue;
         }
-        if (await this.settleGivenUp(admission, true)) continue;
+        // Its id is taken, so the creation is over: only its release is left.
+        if (await this.abandoned.trySettle(admission)) continue;
         if (Date.now() >= waitUntil) throw inUse();
         await sleep(CLAIM_POLL_MS);
         continue;
@@ -174,26 +175,23 @@ export class JobCreation {
         if (failure !== undefined) throw failure;
         continue;
       }
-      const admission = await admissions.find(claim.jobId);
+      // A claim younger than the stale window belongs to a creation that may still be under way
+      // (the window outlasts any creation's deadline), so its admission is not read.
       const stale = clock().getTime() - claim.createdAt.getTime() >= settings.idempotencyStaleMs;
-      if (stale && admission === null) {
-        return this.runClaimed({ ...keyed, request: { ...request, jobId: claim.jobId } });
+      if (stale) {
+        const admission = await admissions.find(claim.jobId);
+        if (admission === null) {
+          return this.runClaimed({ ...keyed, request: { ...request, jobId: claim.jobId } });
+        }
+        if (this.isPastDeadline(admission) && (await this.abandoned.trySettle(admission))) continue;
       }
-      if (admission !== null && (await this.settleGivenUp(admission, false))) continue;
       if (Date.now() >= waitUntil) throw inUse();
       await sleep(CLAIM_POLL_MS);
     }
   }
-  /**
-   * Settles the admission of a creation that has given up (AbandonedCreations): at once when an
-   * abandoned creation holds its id, otherwise only once its deadline is past. True when it
-   * was settled, so the claim can be read again.
-   */
-  private async settleGivenUp(admission: AdmissionDocument, idTaken: boolean): Promise<boolean> {
-    const pastDeadline =
-      this.clock().getTime() >= admission.deadline.getTime() + SETTLE_AFTER_DEADLINE_MS;
-    if (!idTaken && !pastDeadline) return false;
-    return this.abandoned.trySettle(admission);
+  /** Its creation has given up: it stores its job before its deadline or not at all. */
+  private isPastDeadline(admission: AdmissionDocument): boolean {
+    return this.clock().getTime() >= admission.deadline.getTime() + SETTLE_AFTER_DEADLINE_MS;
   }
 }
 
