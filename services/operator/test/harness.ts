@@ -179,11 +179,16 @@ export function useOperatorWorld() {
       return cluster.kubectl(['-n', namespace, 'get', 'workerpools']);
     },
 
-    /** Jobs queued for a pipeline (nothing consumes them: the Deployment's pods never run). */
+    /**
+     * Jobs queued for a pipeline (nothing consumes them: the Deployment's pods never run). They
+     * go out in one flush, not one acknowledged publish after another: an operator polling every
+     * second on a loaded machine would otherwise see a part of them and scale up twice.
+     */
     async queueJobs(pipeline: Pipeline, count: number): Promise<void> {
-      for (let index = 0; index < count; index++) {
-        await js.publish(topology.subjects.jobs[pipeline], new TextEncoder().encode('{}'));
-      }
+      const job = new TextEncoder().encode('{}');
+      await Promise.all(
+        Array.from({ length: count }, () => js.publish(topology.subjects.jobs[pipeline], job)),
+      );
     },
 
     /** Takes jobs off the queue without acknowledging them: they stay in the backlog. */
