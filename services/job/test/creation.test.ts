@@ -2,6 +2,7 @@ import type { Subscription } from '@nats-io/nats-core';
 import { billingEndpoints, creditCost, jobEndpoints, KB, MB, newId } from '@tamp/proto';
 import { ulid } from 'ulid';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { IdempotencyRepository } from '../src/adapters/idempotency-repository';
 import {
   ADMISSIONS_COLLECTION,
   IDEMPOTENCY_COLLECTION,
@@ -247,26 +248,35 @@ describe('money under any timing', () => {
     expect(harness.credits.get(accountId)).toBe(9);
   });
 
-  it('answers IDEMPOTENCY_KEY_IN_USE while a creation is in doubt, until the reconciler settles it', async () => {
+  /**
+   * A keyed creation of an account holding 10 credits, given up while billing was away: billing
+   * cannot confirm the release either, so the admission stays open, and a retry with the key
+   * (once the first request has given up on the release too) is told to wait. Billing is back
+   * when this returns, with the twin's last answer.
+   */
+  const leaveInDoubt = async (idempotencyKey: string) => {
     const accountId = newAccount();
     harness.credits.set(accountId, 10);
     const uploadId = harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg');
-    const request = audioRequest(accountId, uploadId, { idempotencyKey: 'doubt' });
+    const request = audioRequest(accountId, uploadId, { idempotencyKey });
     harness.billingDown = true;
     try {
       const error = await errorOf(harness.createJob(request, { deadline: Date.now() + 1_000 }));
       expect(error.code).toBe('UNAVAILABLE');
-      // Billing cannot confirm the release either: the admission stays open, and a retry with
-      // the key (once the first request has given up on the release too) is told to wait.
       const twin = () => errorOf(harness.createJob({ ...request, jobId: newId('job') }));
       await expect
         .poll(async () => (await twin()).code, { timeout: 20_000 })
         .toBe('IDEMPOTENCY_KEY_IN_USE');
-      expect((await twin()).httpStatus).toBe(409);
-      expect(await admissions().countDocuments({ accountId })).toBe(1);
+      return { accountId, request, twin: await twin() };
     } finally {
       harness.billingDown = false;
     }
+  };
+
+  it('answers IDEMPOTENCY_KEY_IN_USE while a creation is in doubt, until the reconciler settles it', async () => {
+    const { accountId, request, twin } = await leaveInDoubt('doubt');
+    expect(twin.httpStatus).toBe(409);
+    expect(await admissions().countDocuments({ accountId })).toBe(1);
     const report = await harness.service.sweep(minutesFromNow(10));
     expect(report.admissionsClosed).toBeGreaterThanOrEqual(1);
     expect(await admissions().countDocuments({ accountId })).toBe(0);
@@ -276,6 +286,24 @@ describe('money under any timing', () => {
     expect(retried.httpStatus).toBe(202);
     expect(await jobsOf(accountId)).toBe(1);
     expect(harness.credits.get(accountId)).toBe(9);
+  });
+
+  it('settles an abandoned creation although another sweeper of the same pass fails', async () => {
+    const { accountId, request } = await leaveInDoubt('doubt-and-a-failure');
+    // The same sweepers on the same store, whose idempotency-key expiry fails (its query timed
+    // out, say): the expiry runs before the settlement of abandoned creations in a pass.
+    const sweeper = harness.sweeperWith({
+      claims: new (class extends IdempotencyRepository {
+        override deleteExpired(): Promise<number> {
+          return Promise.reject(new Error('the key expiry query timed out'));
+        }
+      })(harness.db),
+    });
+    const report = await sweeper.sweep(minutesFromNow(10));
+    expect(report).toMatchObject({ expiredKeys: 0, admissionsClosed: 1 });
+    expect(await admissions().countDocuments({ _id: request.jobId as never })).toBe(0);
+    expect(harness.refundCalls.some((call) => call.jobId === request.jobId)).toBe(true);
+    expect(harness.credits.get(accountId)).toBe(10);
   });
 
   it('settles a creation left in doubt on a retry of its key once billing answers, without the reconciler', async () => {

@@ -33,8 +33,14 @@ import {
 } from '@tamp/proto';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { JOB_INDEXES, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import { AdmissionRepository } from '../src/adapters/admission-repository';
+import { IdempotencyRepository } from '../src/adapters/idempotency-repository';
+import { JOB_INDEXES, JOBS_COLLECTION, JobRepository } from '../src/adapters/job-repository';
+import { JobMessaging } from '../src/adapters/messaging';
+import { AbandonedCreations } from '../src/application/abandoned-creations';
 import type { JobSettings } from '../src/application/job-settings';
+import { Settlement } from '../src/application/settlement';
+import { Sweeper, type SweeperCollaborators } from '../src/application/sweeper';
 import { configSchema, jobSettingsFrom } from '../src/config';
 import type { JobDocument } from '../src/domain/job';
 import { type RunningJobService, startJobService } from '../src/service';
@@ -51,6 +57,7 @@ export class JobHarness {
   /** The service's metrics registry, as its `/metrics` would expose it. */
   readonly metrics: Registry = createMetricsRegistry('job');
   topology!: Topology;
+  settings!: JobSettings;
   serviceNats!: NatsConnection;
   peerNats!: NatsConnection;
   mongo!: MongoClient;
@@ -95,6 +102,13 @@ export class JobHarness {
     await this.store.provision(STORAGE_LIFECYCLE_RULES);
     this.servePeers();
     await this.peerNats.flush();
+    this.settings = {
+      ...jobSettingsFrom(configSchema.parse(infrastructure.serviceEnv)),
+      inlineReplyTimeoutMs: 1_500,
+      retryBaseMs: 100,
+      sweepIntervalMs: 0,
+      ...settings,
+    };
     this.service = await startJobService({
       db: this.db,
       nats: this.serviceNats,
@@ -102,17 +116,38 @@ export class JobHarness {
       rpc: new Rpc(this.serviceNats, this.topology, logger),
       store: this.store,
       logger,
-      settings: {
-        ...jobSettingsFrom(configSchema.parse(infrastructure.serviceEnv)),
-        inlineReplyTimeoutMs: 1_500,
-        retryBaseMs: 100,
-        sweepIntervalMs: 0,
-        ...settings,
-      },
+      settings: this.settings,
       metrics: jobOutcomeMetrics(this.metrics),
       random: () => this.random(),
     });
     this.rpc = new Rpc(this.peerNats, this.topology, logger);
+  }
+
+  /**
+   * A second set of the service's sweepers on the same store, NATS and peers, with some of
+   * their collaborators replaced: how a test makes one sweeper fail and watches the others.
+   */
+  sweeperWith(replaced: Partial<SweeperCollaborators>): Sweeper {
+    const { db, logger, settings } = this;
+    const rpc = new Rpc(this.serviceNats, this.topology, logger);
+    const jobs = new JobRepository(db);
+    const claims = new IdempotencyRepository(db);
+    const admissions = new AdmissionRepository(db);
+    const messaging = new JobMessaging(this.serviceNats, this.topology, logger, rpc);
+    const clock = () => new Date();
+    return new Sweeper({
+      jobs,
+      claims,
+      admissions,
+      abandoned: new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger }),
+      messaging,
+      settlement: new Settlement(jobs, messaging, rpc, logger),
+      store: this.store,
+      settings,
+      clock,
+      logger,
+      ...replaced,
+    });
   }
 
   async stop(): Promise<void> {

@@ -87,29 +87,40 @@ export class Sweeper {
     }
   }
 
+  /**
+   * Each sweeper on its own: one that fails this pass (its query timed out, a peer is away) is
+   * logged and counted as 0, and the others still run, so a failing expiry never holds back
+   * the settlement of an abandoned creation. The next pass retries it.
+   */
   private async sweepOnce(now: Date): Promise<SweepReport> {
-    const report: SweepReport = {
-      expiredResults: 0,
-      expiredKeys: 0,
-      republished: 0,
-      settled: 0,
-      admissionsClosed: 0,
-    };
-    report.expiredResults = await expireByHour(this.resultExpiry, now, (bucket) =>
-      this.expireResults(bucket, now),
-    );
-    const keysCreatedBefore = new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs);
-    report.expiredKeys = await expireByHour(this.keyExpiry, now, async (bucket) => ({
-      expired: await this.collaborators.claims.deleteExpired(bucket, keysCreatedBefore),
-      finished: true,
-    }));
     const staleBefore = new Date(now.getTime() - this.collaborators.settings.reconcileAfterMs);
-    report.republished = await this.republish(staleBefore);
-    report.settled = await this.settle(staleBefore);
-    report.admissionsClosed = await this.closeAbandonedAdmissions(
-      new Date(now.getTime() - this.collaborators.settings.abandonAfterMs),
-    );
-    return report;
+    const abandonedBefore = new Date(now.getTime() - this.collaborators.settings.abandonAfterMs);
+    const keysCreatedBefore = new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs);
+    return {
+      expiredResults: await this.step('expiredResults', () =>
+        expireByHour(this.resultExpiry, now, (bucket) => this.expireResults(bucket, now)),
+      ),
+      expiredKeys: await this.step('expiredKeys', () =>
+        expireByHour(this.keyExpiry, now, async (bucket) => ({
+          expired: await this.collaborators.claims.deleteExpired(bucket, keysCreatedBefore),
+          finished: true,
+        })),
+      ),
+      republished: await this.step('republished', () => this.republish(staleBefore)),
+      settled: await this.step('settled', () => this.settle(staleBefore)),
+      admissionsClosed: await this.step('admissionsClosed', () =>
+        this.closeAbandonedAdmissions(abandonedBefore),
+      ),
+    };
+  }
+
+  private async step(name: keyof SweepReport, sweep: () => Promise<number>): Promise<number> {
+    try {
+      return await sweep();
+    } catch (error) {
+      this.collaborators.logger.error({ err: error, sweeper: name }, 'sweep failed');
+      return 0;
+    }
   }
 
   /** Creations long past their deadline that never settled (AbandonedCreations). */
