@@ -69,8 +69,16 @@ export interface BenchStack extends ApiClient {
   admin<Data = unknown>(method: string, path: string, body?: unknown): Promise<JsonResponse<Data>>;
   /** The servers, for fault injection (pause, restart, kill by pid). */
   infrastructure: RunningInfrastructure;
+  /**
+   * The services' recent log lines (warnings and errors, the last few thousand) that contain
+   * any of `needles`: what a failed audit prints about the jobs it names.
+   */
+  logsMentioning(needles: readonly string[]): string[];
   stop(): Promise<void>;
 }
+
+/** Service log lines a stack keeps: the warnings and errors of a load run with its faults. */
+const KEPT_LOG_LINES = 5_000;
 
 /** An ApiClient of the public API at `baseUrl` (a stack elsewhere: a cluster's gateway Service). */
 export function apiClientOf(baseUrl: string): ApiClient {
@@ -140,13 +148,13 @@ export async function startBenchStack(options: {
       },
       onLine: (service, line) => {
         serviceLogs.push(`${service} | ${line}`);
-        if (serviceLogs.length > 200) serviceLogs.shift();
+        if (serviceLogs.length > KEPT_LOG_LINES) serviceLogs.shift();
       },
     });
     try {
       await services.waitUntilReady(180_000);
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${serviceLogs.join('\n')}`);
+      throw new Error(`${(error as Error).message}\n${serviceLogs.slice(-200).join('\n')}`);
     }
     const account = await requestJson<{ apiKey: string; accountId: string }>(
       `${services.adminUrl}/admin/accounts`,
@@ -168,6 +176,8 @@ export async function startBenchStack(options: {
         requestJson<Data>(`${publicUrl}${path}`, method, init),
       admin: <Data>(method: string, path: string, body?: unknown) =>
         requestJson<Data>(`${adminUrl}/admin${path}`, method, { body, token: adminToken }),
+      logsMentioning: (needles) =>
+        serviceLogs.filter((line) => needles.some((needle) => line.includes(needle))),
       stop,
     };
   } catch (error) {

@@ -228,15 +228,42 @@ async function ledgerOf(
   }
 }
 
+/**
+ * The usage report per pipeline against the completed jobs, and, when they differ, which jobs
+ * lack a usage record (read from billing's collection, as the ledger is): an id to follow in
+ * the services' logs.
+ */
 async function usageMismatches(source: BooksSource, completed: ListedJob[]): Promise<string[]> {
   const response = await fetch(`${source.baseUrl}/v1/usage/current`, {
     headers: { authorization: `Bearer ${source.apiKey}` },
   });
   const usage = ((await response.json()) as { data: Record<Pipeline, { requests: number }> }).data;
-  return PIPELINES.flatMap((pipeline) => {
-    const jobs = completed.filter((job) => job.type === pipeline).length;
-    return usage[pipeline].requests === jobs
-      ? []
-      : [`usage counts ${usage[pipeline].requests} ${pipeline} jobs, ${jobs} completed`];
+  const mismatched = PIPELINES.filter(
+    (pipeline) =>
+      usage[pipeline].requests !== completed.filter((job) => job.type === pipeline).length,
+  );
+  if (mismatched.length === 0) return [];
+  const recorded = await usageRecordIds(source);
+  return mismatched.map((pipeline) => {
+    const jobs = completed.filter((job) => job.type === pipeline);
+    const unrecorded = jobs.filter((job) => !recorded.has(job.id)).map((job) => job.id);
+    return (
+      `usage counts ${usage[pipeline].requests} ${pipeline} jobs, ${jobs.length} completed` +
+      (unrecorded.length === 0 ? '' : ` (no usage record: ${unrecorded.slice(0, 5).join(', ')})`)
+    );
   });
+}
+
+async function usageRecordIds(source: BooksSource): Promise<Set<string>> {
+  const client = await new MongoClient(source.mongoUrl).connect();
+  try {
+    const records = await client
+      .db(source.database ?? 'tamp')
+      .collection<{ _id: string }>('usage')
+      .find({ accountId: source.accountId }, { projection: { _id: 1 } })
+      .toArray();
+    return new Set(records.map((record) => record._id));
+  } finally {
+    await client.close();
+  }
 }

@@ -40,6 +40,11 @@ export interface ScenarioReport {
   faults: FaultOutcome[];
   books: Accounting;
   problems: string[];
+  /**
+   * When the books are not exact: what the services logged about the jobs the problems name,
+   * and every stream message they dropped or consumer that stopped (kit's stream-consumer).
+   */
+  evidence: string[];
   throughputPerSecond: number;
   /** Per job kind: creation latency and time to a terminal state, p50/p99 in ms. */
   latencies: Record<string, string | number>[];
@@ -106,6 +111,7 @@ export async function runScenario(
     faults,
     books,
     problems: violations(books),
+    evidence: evidenceOf(stack, violations(books)),
     throughputPerSecond: Math.round((outcomes.completed / elapsedSec) * 100) / 100,
     latencies: latencyTable(creations, finished),
   };
@@ -187,6 +193,15 @@ function latencyTable(
   });
 }
 
+/** Lines that say what happened to the jobs a violation names (see ScenarioReport.evidence). */
+function evidenceOf(stack: BenchStack, problems: readonly string[]): string[] {
+  if (problems.length === 0) return [];
+  const jobIds = problems.flatMap((problem) => problem.match(/\bjob_[0-9A-Za-z]+/g) ?? []);
+  return stack
+    .logsMentioning([...jobIds, 'invalid message dropped', 'stream consumer stopped'])
+    .slice(-100);
+}
+
 export function formatReport(report: ScenarioReport): string {
   const { books, traffic, outcomes } = report;
   return [
@@ -212,5 +227,6 @@ export function formatReport(report: ScenarioReport): string {
         ),
     '',
     report.problems.length === 0 ? 'books: exact' : `PROBLEMS: ${report.problems.join('; ')}`,
+    ...report.evidence,
   ].join('\n');
 }

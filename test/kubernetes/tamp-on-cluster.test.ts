@@ -258,6 +258,41 @@ async function capturePods(moment: string): Promise<void> {
   console.log(`kubectl get pods -A (${moment}):\n${table}`);
 }
 
+/**
+ * What the store and the job pods say about creations answered with outcome unknown that reads
+ * never settled: each one's admission (open, and until when) and job (a tombstone, stored, or
+ * none), and what the job service logged about settling abandoned creations. Printed only.
+ */
+async function explainUnsettled(jobIds: string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  const db = mongo.db('tamp');
+  for (const jobId of jobIds.slice(0, 10)) {
+    const admission = await db.collection('admissions').findOne({ _id: jobId as never });
+    const job = await db
+      .collection('jobs')
+      .findOne({ _id: jobId as never }, { projection: { status: 1, createdAt: 1, updatedAt: 1 } });
+    console.log(
+      `unsettled ${jobId}: admission ${JSON.stringify(admission)}, job ${JSON.stringify(job)}`,
+    );
+  }
+  const logs = await tamp
+    .kubectl([
+      '-n',
+      TAMP_NAMESPACE,
+      'logs',
+      '-l',
+      'app.kubernetes.io/component=job',
+      '--prefix',
+      '--tail=-1',
+    ])
+    .catch((error: unknown) => String(error));
+  const about = logs
+    .split('\n')
+    .filter((line) => /sweep failed|abandoned creation|not released/.test(line))
+    .slice(-40);
+  console.log(`job pods on abandoned creations:\n${about.join('\n')}`);
+}
+
 async function receivedDeliveries(): Promise<Delivery[]> {
   const port = await tamp.cluster.expose(RECEIVER_IP, 8080);
   const response = await fetch(`http://127.0.0.1:${port}/deliveries`);
@@ -865,6 +900,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       });
       // Jobs were queued or running when the first old pod went: the rollout had work to lose.
       expect(run.disruption).toBeGreaterThan(0);
+      await explainUnsettled(run.creations.flatMap((creation) => creation.unsettled));
       expectNothingLostOrChargedTwice(run);
 
       await expectEveryDeploymentRolled(generations);
