@@ -33,6 +33,8 @@ export interface ServerProcess {
   metricsUrl?: string;
   /** Stops the server and starts it again on the same port with the same data. */
   restart(): Promise<void>;
+  /** The file its output goes to. */
+  readonly logFile: string;
 }
 
 /** `nats` alone, or the first node of a NATS cluster whose others are `nats-2`, `nats-3`, … */
@@ -70,7 +72,7 @@ class LaunchedServer implements ServerProcess {
 
   constructor(
     private readonly definition: ServerDefinition,
-    private readonly logFile: string,
+    readonly logFile: string,
   ) {}
 
   get name(): ServerName {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import { type BenchStack, dataOf } from '../bench/bench-stack';
@@ -111,7 +112,7 @@ export async function runScenario(
     faults,
     books,
     problems: violations(books),
-    evidence: evidenceOf(stack, violations(books)),
+    evidence: await evidenceOf(stack, violations(books)),
     throughputPerSecond: Math.round((outcomes.completed / elapsedSec) * 100) / 100,
     latencies: latencyTable(creations, finished),
   };
@@ -193,13 +194,30 @@ function latencyTable(
   });
 }
 
-/** Lines that say what happened to the jobs a violation names (see ScenarioReport.evidence). */
-function evidenceOf(stack: BenchStack, problems: readonly string[]): string[] {
+/**
+ * Lines that say what happened to the jobs a violation names (see ScenarioReport.evidence), and
+ * what the NATS servers warned about their streams and consumers (a consumer's ack floor ahead of
+ * its stream after a restart skips what is stored again under the same sequence numbers).
+ */
+async function evidenceOf(stack: BenchStack, problems: readonly string[]): Promise<string[]> {
   if (problems.length === 0) return [];
   const jobIds = problems.flatMap((problem) => problem.match(/\bjob_[0-9A-Za-z]+/g) ?? []);
-  return stack
+  const services = stack
     .logsMentioning([...jobIds, 'invalid message dropped', 'stream consumer stopped'])
     .slice(-100);
+  const nats = Object.values(stack.infrastructure.servers).filter((server) =>
+    server?.name.startsWith('nats'),
+  );
+  const warnings = await Promise.all(
+    nats.map(async (server) =>
+      (await readFile(server!.logFile, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter((line) => /\[(WRN|ERR)\].*(consumer|stream|Filestore)/i.test(line))
+        .slice(-20)
+        .map((line) => `${server!.name} | ${line}`),
+    ),
+  );
+  return [...services, ...warnings.flat()];
 }
 
 export function formatReport(report: ScenarioReport): string {
