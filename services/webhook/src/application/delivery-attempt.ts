@@ -6,7 +6,7 @@ import {
   markActiveSpanFailed,
   storedContext,
 } from '@tamp/kit';
-import { jitteredDelayMs, type TargetPolicy } from '@tamp/proto';
+import { jitteredDelayMs, type TargetPolicy, type WEBHOOK_DELIVERY_HEADERS } from '@tamp/proto';
 import type { AttemptDocument, AttemptRepository } from '../adapters/attempt-repository';
 import type { BillingAccounts, WebhookAccount } from '../adapters/billing-accounts';
 import type { DeliveryDocument, DeliveryRepository } from '../adapters/delivery-repository';
@@ -96,9 +96,8 @@ export class SignedSender {
     const deliveryId = `dlv_${randomUUID()}`;
     let headers: Record<string, string>;
     try {
-      headers = {
-        'Content-Type': 'application/json',
-        'User-Agent': USER_AGENT,
+      // Every header proto's WEBHOOK_DELIVERY_HEADERS names (the type checks none is missing).
+      const delivery: Record<keyof typeof WEBHOOK_DELIVERY_HEADERS, string> = {
         'X-Service-Event': outgoing.event,
         'X-Service-Delivery': deliveryId,
         ...signDelivery({
@@ -110,6 +109,7 @@ export class SignedSender {
           webhookId: outgoing.webhookId,
         }),
       };
+      headers = { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...delivery };
     } catch (error) {
       return {
         attemptedAt,

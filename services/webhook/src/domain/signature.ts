@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { standardWebhooksKey } from '@tamp/proto';
+import { standardWebhooksKey, type WEBHOOK_DELIVERY_HEADERS } from '@tamp/proto';
 import { Webhook } from 'standardwebhooks';
 
 /** Receivers reject deliveries whose timestamp differs from now by this much or more (spec, Events). */
@@ -27,13 +27,15 @@ export interface DeliverySignatureInput {
   webhookId: string;
 }
 
-export interface DeliverySignatureHeaders {
-  'X-Service-Timestamp': string;
-  'X-Service-Signature': string;
-  'webhook-id': string;
-  'webhook-timestamp': string;
-  'webhook-signature': string;
-}
+/** The delivery headers (named once, in proto's WEBHOOK_DELIVERY_HEADERS) a signature makes. */
+export type DeliverySignatureHeaders = Pick<
+  Record<keyof typeof WEBHOOK_DELIVERY_HEADERS, string>,
+  | 'X-Service-Timestamp'
+  | 'X-Service-Signature'
+  | 'webhook-id'
+  | 'webhook-timestamp'
+  | 'webhook-signature'
+>;
 
 export interface ServiceSignatureCheck {
   secret: string;
