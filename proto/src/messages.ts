@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JOB_STATUSES, PIPELINES } from './limits';
-import { audioChainSchema } from './pipelines/audio';
+import { AUDIO_CLASSES, audioChainSchema } from './pipelines/audio';
 import { IMAGE_FORMATS, imageChainSchema } from './pipelines/image';
 import { textOperationSchema } from './pipelines/text';
 
@@ -76,6 +76,29 @@ export const imageCandidate = z.object({
 });
 export type ImageCandidate = z.infer<typeof imageCandidate>;
 
+/**
+ * What an audio job with `format: "auto"` heard and chose (services/worker-audio/README.md#auto):
+ * the class, the measures that decided it, and the Opus settings it was encoded with.
+ */
+export const audioAutoChoice = z.object({
+  class: z.enum(AUDIO_CLASSES),
+  /** Opus' `-application`: voip (speech intelligibility) or audio (fidelity). */
+  application: z.enum(['voip', 'audio']),
+  bitrate: z.number().int(),
+  channels: z.number().int(),
+  measures: z.object({
+    /** Share of 50 ms frames 20 dB or more below the loud frames: pauses. */
+    pauseShare: z.number(),
+    /** Mean level change from one 50 ms frame to the next, dB: syllables. */
+    envelopeModulationDb: z.number(),
+    /** Strongest repetition of the level envelope at a beat's period (0.25–3 s), 0–1. */
+    beatRegularity: z.number(),
+    /** Mean correlation of left and right, 1 when they carry the same signal. */
+    stereoCorrelation: z.number(),
+  }),
+});
+export type AudioAutoChoice = z.infer<typeof audioAutoChoice>;
+
 export const jobMetrics = z
   .object({
     inputSize: z.number(),
@@ -93,6 +116,8 @@ export const jobMetrics = z
     ssim: z.number().optional(),
     /** Image jobs with auto or an ssim target: each encoding weighed, the chosen one included. */
     candidates: z.array(imageCandidate).optional(),
+    /** Audio jobs with auto: what the input was heard as and the encoding chosen for it. */
+    audioAuto: audioAutoChoice.optional(),
   })
   .catchall(z.unknown());
 export type JobMetrics = z.infer<typeof jobMetrics>;

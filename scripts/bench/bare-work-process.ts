@@ -7,14 +7,7 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  AUDIO_EXTENSIONS,
-  audioEncodeOf,
-  audioJobBody,
-  imageJobBody,
-  type Pipeline,
-  textJobBody,
-} from '@tamp/proto';
+import { audioJobBody, imageJobBody, type Pipeline, textJobBody } from '@tamp/proto';
 import { resolveChain } from '../../services/gateway/src/domain/job-requests';
 import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
 import { processImage } from '../../services/worker-image/src/adapters/sharp-pipeline';
@@ -87,11 +80,10 @@ async function audioJob(task: BareWorkTask): Promise<RunJob> {
   const operations = resolveChain('audio', audioJobBody.parse(task.body));
   // ffmpeg and ffprobe found as the worker finds them (FFMPEG_PATH, FFPROBE_PATH, else PATH).
   const runner = createFfmpegRunner();
-  const extension = AUDIO_EXTENSIONS[audioEncodeOf(operations).params.format];
   return async () => {
     await runner.processAudio({
       inputPath: task.inputPath,
-      outputPath: join(task.scratchDir, `output.${extension}`),
+      outputPath: join(task.scratchDir, 'output'),
       workDir: join(task.scratchDir, 'ffmpeg'),
       operations,
     });

@@ -374,7 +374,8 @@ function workerOutput(job: JobDocument): WorkerOutput {
       const durationInSec = Math.round((inputSize / 16_000) * 1000) / 1000;
       const outputSize = Math.round(durationInSec * 3_000);
       return {
-        outputKey: resultKey(AUDIO_EXTENSIONS[format]),
+        // The seeded jobs name fixed formats; an auto job's result is stored as Opus here.
+        outputKey: resultKey(AUDIO_EXTENSIONS[format === 'auto' ? 'opus' : format]),
         outputText: null,
         metrics: {
           ...common,

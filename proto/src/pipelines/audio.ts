@@ -62,16 +62,78 @@ export const audioSpeedup = defineOperation({
 /** Each output format and the extension its result is stored under. */
 export const AUDIO_EXTENSIONS = { opus: 'ogg', mp3: 'mp3' } as const;
 export type AudioFormat = keyof typeof AUDIO_EXTENSIONS;
+export const AUDIO_FORMATS = Object.keys(AUDIO_EXTENSIONS) as [AudioFormat, ...AudioFormat[]];
+
+/** The encode's `format` that lets the worker choose the encoding per input. */
+export const AUTO_AUDIO_FORMAT = 'auto';
+
+/** What auto hears an input as (services/worker-audio/README.md#auto). */
+export const AUDIO_CLASSES = ['speech', 'music'] as const;
+export type AudioClass = (typeof AUDIO_CLASSES)[number];
+
+/**
+ * What auto encodes each class as, always Opus: speech mono at the spec's podcast rate (Opus
+ * `voip` below 48 kbit/s); music at Opus' `audio` rates, stereo only when the input's channels
+ * differ (an input whose channels carry the same signal is encoded mono).
+ */
+export const AUDIO_AUTO_ENCODINGS = {
+  speech: { bitrate: 24, channels: 1 },
+  musicMono: { bitrate: 48, channels: 1 },
+  musicStereo: { bitrate: 64, channels: 2 },
+} as const;
+
+const AUDIO_ENCODE_DEFAULTS = { bitrate: 24, channels: 1 } as const;
 
 const audioEncode = {
-  description: 'Encodes the output; always runs last. Default Opus in Ogg, 24 kbps, mono.',
+  description:
+    'Encodes the output; always runs last. Default Opus in Ogg, 24 kbps, mono. `auto` hears whether the input ' +
+    `is speech or music and encodes Opus for it: speech ${AUDIO_AUTO_ENCODINGS.speech.bitrate} kbps mono (voip), ` +
+    `music ${AUDIO_AUTO_ENCODINGS.musicStereo.bitrate} kbps stereo or ${AUDIO_AUTO_ENCODINGS.musicMono.bitrate} kbps ` +
+    'mono (audio); never larger than the input.',
   extensions: AUDIO_EXTENSIONS,
   defaultFormat: 'opus',
-  params: {
-    bitrate: z.number().int().min(12).max(128).default(24).describe('Bitrate in kbps'),
-    channels: z.number().int().min(1).max(2).default(1).describe('1 (mono) or 2 (stereo)'),
+  chosenFormat: {
+    name: AUTO_AUDIO_FORMAT,
+    description:
+      'Opus chosen per input, or the input MP3 itself when nothing smaller comes out; the result names the format and its extension',
   },
+  params: {
+    bitrate: z
+      .number()
+      .int()
+      .min(12)
+      .max(128)
+      .default(AUDIO_ENCODE_DEFAULTS.bitrate)
+      .describe('Bitrate in kbps; chosen by the worker with auto'),
+    channels: z
+      .number()
+      .int()
+      .min(1)
+      .max(2)
+      .default(AUDIO_ENCODE_DEFAULTS.channels)
+      .describe('1 (mono) or 2 (stereo); chosen by the worker with auto'),
+  },
+  // auto chooses bitrate and channels itself: a value other than the default would be ignored,
+  // so it is refused rather than dropped silently (the defaults cannot be told from omission).
+  check: (params: Record<string, unknown>) =>
+    params.format !== AUTO_AUDIO_FORMAT
+      ? []
+      : (['bitrate', 'channels'] as const)
+          .filter((name) => params[name] !== AUDIO_ENCODE_DEFAULTS[name])
+          .map((name) => ({
+            path: name,
+            message: `with format auto the worker chooses ${name}; leave it out`,
+          })),
 } as const;
+
+/**
+ * The formats an audio encode may answer with: its format, or for auto Opus and the input's own
+ * MP3 (kept when nothing smaller comes out, docs/decisions.md#never-larger-than-the-input).
+ */
+export function audioOutputFormats(params: { format: string }): readonly AudioFormat[] {
+  if (params.format === AUTO_AUDIO_FORMAT) return AUDIO_FORMATS;
+  return [params.format as AudioFormat];
+}
 
 export type AudioOperation = z.output<typeof audioOperationSchema>;
 export type AudioEncodeOperation = Extract<AudioOperation, { type: 'encode' }>;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  audioOutputFormats,
   audioPipeline,
   describeOperations,
   describePresets,
@@ -149,7 +150,11 @@ describe('operation tables match the spec (ranges and defaults)', () => {
         release: [0, 1000, 100],
       },
       speedup: { rate: [0.5, 5, 1.25] },
-      encode: { format: ['opus', ['opus', 'mp3']], bitrate: [12, 128, 24], channels: [1, 2, 1] },
+      encode: {
+        format: ['opus', ['opus', 'mp3', 'auto']],
+        bitrate: [12, 128, 24],
+        channels: [1, 2, 1],
+      },
     });
   });
 
@@ -291,6 +296,27 @@ describe('validation and chain rules', () => {
     expect(imageOutputFormats({ format: 'auto' })).toEqual(['webp', 'avif', 'jpeg', 'png']);
     expect(imageOutputFormats({ format: 'auto', accept: ['jpeg'] })).toEqual(['jpeg']);
     expect(imageOutputFormats({ format: 'png' })).toEqual(['png']);
+  });
+
+  it('takes audio auto without bitrate or channels, which the worker chooses', () => {
+    const audio = (params: Record<string, unknown>) =>
+      audioPipeline.operationSchema.safeParse({ type: 'encode', params });
+    const auto = audio({ format: 'auto' }).data!;
+    expect(auto).toEqual({ type: 'encode', params: { format: 'auto', bitrate: 24, channels: 1 } });
+    expect(audioPipeline.describeOutput([auto])).toEqual(auto.params);
+    expect(audio({ format: 'auto', bitrate: 64, channels: 2 }).error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['params', 'bitrate'],
+        message: 'with format auto the worker chooses bitrate; leave it out',
+      }),
+      expect.objectContaining({
+        path: ['params', 'channels'],
+        message: 'with format auto the worker chooses channels; leave it out',
+      }),
+    ]);
+    expect(audio({ format: 'mp3', bitrate: 64, channels: 2 }).success).toBe(true);
+    expect(audioOutputFormats({ format: 'auto' })).toEqual(['opus', 'mp3']);
+    expect(audioOutputFormats({ format: 'opus' })).toEqual(['opus']);
   });
 
   it('leaves text chains as given (text has no encode)', () => {

@@ -456,7 +456,7 @@ describe('the OpenAPI document', () => {
         answers.push(`${where} ${name}`);
       }
     }
-    expect(answers).toHaveLength(8);
+    expect(answers).toHaveLength(9);
   });
 
   it('declares every tag it uses, with a description', async () => {

@@ -2,6 +2,7 @@ export * from './config';
 export * from './inline';
 export * from './job-files';
 export * from './job-worker';
+export * from './kept-input';
 export * from './metrics';
 export * from './pipeline-worker';
 export * from './resource-gate';

@@ -57,16 +57,24 @@ export async function processUploadedFile<Result extends { extension: string }>(
   return { outputKey, result };
 }
 
-/** The metrics every pipeline reports, the ratio by proto's one rule. */
+/**
+ * The metrics every pipeline reports, the ratio by proto's one rule; `keptInput` when the result
+ * is the input itself (keepInputWhenNotSmaller), whose ratio is then 1.
+ */
 export function sizeMetrics(
   inputSize: number,
   outputSize: number,
   startedAt: number,
-): Pick<JobMetrics, 'inputSize' | 'outputSize' | 'compressionRatio' | 'processingMs'> {
+  keptInput?: true,
+): Pick<
+  JobMetrics,
+  'inputSize' | 'outputSize' | 'compressionRatio' | 'processingMs' | 'keptInput'
+> {
   return {
     inputSize,
     outputSize,
     compressionRatio: compressionRatio(inputSize, outputSize),
     processingMs: Math.round(performance.now() - startedAt),
+    ...(keptInput && { keptInput }),
   };
 }

@@ -2,7 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { op, SPEC_PRESET_CHAINS } from '@tamp/scripts/fixtures/audio-operations';
-import { generateSpeechFixture, type SpeechFixture } from '@tamp/scripts/fixtures/speech';
+import {
+  generateSpeechFixture,
+  PODCAST_SPEECH,
+  type SpeechFixture,
+} from '@tamp/scripts/fixtures/speech';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFfmpegRunner } from './ffmpeg-runner';
 
@@ -19,14 +23,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tamp-audio-encode-'));
   [speech, podcast] = await Promise.all([
     generateSpeechFixture(dir, 'speech'),
-    generateSpeechFixture(dir, 'podcast', {
-      channels: 2,
-      sampleRate: 48_000,
-      pauseSec: 2,
-      pauseNoiseDb: -66,
-      sentenceGainsDb: [0, -8, -3],
-      mp3: true,
-    }),
+    generateSpeechFixture(dir, 'podcast', PODCAST_SPEECH),
   ]);
 });
 

@@ -1,7 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AudioOperation } from '@tamp/proto';
+import { keepInputWhenNotSmaller } from '@tamp/kit';
+import {
+  AUDIO_AUTO_ENCODINGS,
+  AUDIO_EXTENSIONS,
+  AUTO_AUDIO_FORMAT,
+  type AudioAutoChoice,
+  type AudioFormat,
+  type AudioOperation,
+  splitAudioChain,
+} from '@tamp/proto';
+import {
+  type AnalysisFrame,
+  analysisFramesCollector,
+  chooseAutoEncoding,
+  chosenEncode,
+  contentAnalysisFilter,
+} from '../domain/auto-encoding';
 import {
   AudioProcessingError,
   AudioTooLongError,
@@ -17,13 +33,14 @@ import {
   type PlanMeasurement,
   renderFfmpegArgs,
 } from '../domain/ffmpeg-command';
-import { createProgressParser } from '../domain/ffmpeg-progress';
+import { createProgressParser, type ProgressSnapshot } from '../domain/ffmpeg-progress';
 import {
   type AudioProbe,
   ebur128SummaryCollector,
   type LineCollector,
   parseProbeOutput,
 } from '../domain/measurement-parsers';
+import { keepInputFacts } from '../domain/never-larger';
 import { runTool } from './tool-process';
 
 export interface FfmpegRunnerOptions {
@@ -85,11 +102,16 @@ export interface ProcessAudioResult {
   outputSize: number;
   integratedLufsOut?: number;
   truePeakDbOut?: number;
-  format: 'opus' | 'mp3';
+  /** The result's format: the encoder's, or the input's own when it was kept. */
+  format: AudioFormat;
   extension: 'ogg' | 'mp3';
   operationsApplied: string[];
-  /** ffmpeg passes that actually ran (measurements + encode). */
+  /** ffmpeg passes that actually ran (the auto analysis, measurements, the encode). */
   passes: number;
+  /** The output is the input's own bytes: the encoding was not smaller (never larger). */
+  keptInput?: true;
+  /** `format: "auto"`: what the input was heard as and the encoding chosen for it. */
+  auto?: AudioAutoChoice;
 }
 
 export interface FfmpegRunner {
@@ -97,7 +119,24 @@ export interface FfmpegRunner {
   measureLoudness(path: string, options?: { signal?: AbortSignal }): Promise<LoudnessMeasurement>;
   /** Highest sample value in dBFS (null for digital silence). */
   measureSamplePeakDb(path: string, options?: { signal?: AbortSignal }): Promise<number | null>;
+  /**
+   * The auto analysis (domain/auto-encoding.ts) on a file: one level and stereo-correlation
+   * reading per 50 ms frame.
+   */
+  analyseContent(path: string, options: AnalysisOptions): Promise<AnalysisFrame[]>;
   processAudio(request: ProcessAudioRequest): Promise<ProcessAudioResult>;
+}
+
+export interface AnalysisOptions {
+  /** The file's sample rate (probeAudio): frames are counted in samples. */
+  sampleRate: number;
+  signal?: AbortSignal;
+  /** Restrict demuxers (job inputs); default: any. */
+  allowedFormats?: readonly string[];
+  /** Decode at most this many seconds. */
+  maxInputSec?: number;
+  /** Called on every ffmpeg progress report (about twice a second). */
+  onProgress?: (snapshot: ProgressSnapshot) => void;
 }
 
 export interface ProbeOptions {
@@ -107,6 +146,9 @@ export interface ProbeOptions {
 }
 
 const DEFAULT_INPUT_FORMATS = ['wav', 'mp3'] as const;
+
+/** What an auto encode is planned as until the analysis has chosen (any encoding would do). */
+const PROVISIONAL_AUTO = AUDIO_AUTO_ENCODINGS.speech;
 
 /** Filtergraphs longer than this go through a script file (Linux caps one argv string at 128 KiB). */
 const MAX_INLINE_FILTERGRAPH_CHARS = 32 * 1024;
@@ -184,11 +226,63 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
     return (await scanLevels(path, 'sample', scan.signal)).peakDb;
   }
 
+  async function analyseContent(path: string, analysis: AnalysisOptions): Promise<AnalysisFrame[]> {
+    const collector = analysisFramesCollector();
+    const progress = createProgressParser();
+    const args = renderFfmpegArgs(
+      { filterGraph: contentAnalysisFilter(analysis.sampleRate), output: null },
+      {
+        inputPath: path,
+        allowedInputFormats: analysis.allowedFormats,
+        maxInputSec: analysis.maxInputSec,
+        progress: true,
+      },
+    );
+    const run = await runTool(ffmpeg, args, {
+      signal: analysis.signal,
+      tailChars,
+      onStderrLine: (line) => collector.accept(line),
+      onStdoutLine: (line) => {
+        const snapshot = progress.accept(line);
+        if (snapshot) analysis.onProgress?.(snapshot);
+      },
+    });
+    const frames = collector.finish();
+    if (frames.length === 0) {
+      throw new MeasurementFailedError('auto analysis', 'ffmpeg printed no frame', run.stderr);
+    }
+    return frames;
+  }
+
+  /** auto: the analysis pass over a job's input and the encoding chosen from what it heard. */
+  async function hearAndChoose(
+    inputPath: string,
+    input: AudioProbe,
+    analysis: Omit<AnalysisOptions, 'allowedFormats' | 'sampleRate'>,
+  ): Promise<AudioAutoChoice> {
+    const frames = await analyseContent(inputPath, {
+      ...analysis,
+      sampleRate: input.sampleRate,
+      allowedFormats: inputFormats,
+    });
+    return chooseAutoEncoding(frames, input.channels);
+  }
+
   async function processAudio(request: ProcessAudioRequest): Promise<ProcessAudioResult> {
     const { inputPath, outputPath, workDir, signal, onProgress } = request;
     const maxDurationSec = request.maxDurationSec ?? options.maxDurationSec;
-    // Plan first: an invalid chain should fail before any process is spawned.
-    const plan = buildProcessingPlan(request.operations);
+    const maxInputSec = maxDurationSec === undefined ? undefined : maxDurationSec + 1;
+    // An invalid chain fails before any process is spawned; an auto encode is planned once the
+    // analysis has chosen it (every pass's prelude depends on the channels it chooses).
+    const { processing, encode } = splitAudioChain(request.operations);
+    const auto = encode.params.format === AUTO_AUDIO_FORMAT;
+    // Provisional for auto (the speech encoding): it checks the chain and counts its passes,
+    // which do not depend on the encoding.
+    let plan = buildProcessingPlan(
+      auto ? [...processing, chosenEncode(PROVISIONAL_AUTO)] : request.operations,
+    );
+    const analysisPasses = auto ? 1 : 0;
+    const passCount = plan.maxPasses + analysisPasses;
 
     const inputSize = (await stat(inputPath)).size;
     const input = await probeAudio(inputPath, { signal, allowedFormats: inputFormats });
@@ -196,12 +290,29 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
       throw new AudioTooLongError(input.durationSec, maxDurationSec);
     }
 
+    let choice: AudioAutoChoice | undefined;
+    if (auto) {
+      choice = await hearAndChoose(inputPath, input, {
+        signal,
+        maxInputSec,
+        onProgress: (snapshot) =>
+          onProgress?.({
+            pass: 1,
+            passCount,
+            label: 'auto: hear speech or music',
+            outTimeSec: snapshot.outTimeSec,
+            speed: snapshot.speed,
+          }),
+      });
+      plan = buildProcessingPlan([...processing, chosenEncode(choice)]);
+    }
+    let passes = analysisPasses;
+
     await mkdir(workDir, { recursive: true });
     const runId = randomUUID();
     const partialOutput = join(workDir, `${runId}.partial.${plan.output.extension}`);
     const scratchFiles: string[] = [partialOutput];
     const measurements = new Map<string, PlanMeasurement>();
-    let passes = 0;
 
     const runPass = async (
       label: string,
@@ -222,7 +333,7 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
         filterScriptPath,
         allowedInputFormats: inputFormats,
         // Backstop for a header that under-reports the duration: never decode far past it.
-        maxInputSec: maxDurationSec === undefined ? undefined : maxDurationSec + 1,
+        maxInputSec,
         progress: true,
       });
       const progress = createProgressParser();
@@ -236,7 +347,7 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
             if (snapshot && onProgress) {
               onProgress({
                 pass,
-                passCount: plan.maxPasses,
+                passCount,
                 label,
                 outTimeSec: snapshot.outTimeSec,
                 speed: snapshot.speed,
@@ -279,6 +390,17 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
       await Promise.all(scratchFiles.map((file) => rm(file, { force: true })));
     }
 
+    // Never larger (docs/decisions.md#never-larger-than-the-input): maybe the input is the result.
+    const kept = await keepInputWhenNotSmaller(
+      { inputPath, outputPath },
+      keepInputFacts({
+        input,
+        processing,
+        encode,
+        inputSize,
+        outputSize: (await stat(outputPath)).size,
+      }),
+    );
     const output = await probeAudio(outputPath, { signal });
     const outputSize = (await stat(outputPath)).size;
     const loudness =
@@ -293,14 +415,16 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
       outputSize,
       ...(loudness?.integratedLufs != null && { integratedLufsOut: loudness.integratedLufs }),
       ...(loudness?.truePeakDb != null && { truePeakDbOut: loudness.truePeakDb }),
-      format: plan.output.format,
-      extension: plan.output.extension,
+      format: kept?.format ?? plan.output.format,
+      extension: kept === null ? plan.output.extension : AUDIO_EXTENSIONS[kept.format],
       operationsApplied: plan.operationsApplied,
       passes,
+      ...(kept !== null && { keptInput: kept.keptInput }),
+      ...(choice !== undefined && { auto: choice }),
     };
   }
 
-  return { probeAudio, measureLoudness, measureSamplePeakDb, processAudio };
+  return { probeAudio, measureLoudness, measureSamplePeakDb, analyseContent, processAudio };
 }
 
 /** Rename when possible; across filesystems (workDir on another volume) copy instead. */

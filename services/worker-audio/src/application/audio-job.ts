@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { type JobFileStore, type ProcessJob, processUploadedFile, sizeMetrics } from '@tamp/kit';
-import { AUDIO_EXTENSIONS } from '@tamp/proto';
 import type { FfmpegRunner } from '../adapters/ffmpeg-runner';
 
 export interface AudioJobOptions {
@@ -10,14 +9,13 @@ export interface AudioJobOptions {
 
 /**
  * An audio job: upload → temp file → ffmpeg passes (file to file) → `result.ogg|mp3`. ffmpeg's
- * progress reports (about twice a second) extend the JetStream lease.
+ * progress reports (about twice a second) extend the JetStream lease. The extension is the
+ * format processAudio wrote: for auto Opus, or the input's MP3 when the input itself is the result.
  */
 export function createAudioJobProcessor(options: AudioJobOptions): ProcessJob<'audio'> {
   return async (work, { workDir, signal, heartbeat }) => {
     const startedAt = performance.now();
-    const encode = work.operations.at(-1);
-    const extension = encode?.type === 'encode' ? AUDIO_EXTENSIONS[encode.params.format] : 'audio';
-    const outputPath = join(workDir, `output.${extension}`);
+    const outputPath = join(workDir, 'output');
     const { outputKey, result: audio } = await processUploadedFile(
       options.store,
       work,
@@ -38,8 +36,10 @@ export function createAudioJobProcessor(options: AudioJobOptions): ProcessJob<'a
       outputKey,
       outputText: null,
       metrics: {
-        ...sizeMetrics(audio.inputSize, audio.outputSize, startedAt),
+        ...sizeMetrics(audio.inputSize, audio.outputSize, startedAt, audio.keptInput),
         operationsApplied: audio.operationsApplied,
+        format: audio.format,
+        ...(audio.auto !== undefined && { audioAuto: audio.auto }),
         durationInSec: round3(audio.durationInSec),
         durationOutSec: round3(audio.durationOutSec),
         ...(audio.integratedLufsOut !== undefined && {

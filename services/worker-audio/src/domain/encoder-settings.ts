@@ -1,4 +1,9 @@
-import { AUDIO_EXTENSIONS, type AudioEncodeOperation, type AudioFormat } from '@tamp/proto';
+import {
+  AUDIO_EXTENSIONS,
+  AUTO_AUDIO_FORMAT,
+  type AudioEncodeOperation,
+  type AudioFormat,
+} from '@tamp/proto';
 
 export interface EncoderSettings {
   format: AudioFormat;
@@ -30,7 +35,15 @@ export function mp3SampleRate(bitrateKbps: number, channels: 1 | 2): number {
   return 44_100;
 }
 
+/** Opus' `-application` for a bitrate: speech intelligibility below 48 kbit/s, fidelity from 48. */
+export function opusApplication(bitrateKbps: number): 'voip' | 'audio' {
+  return bitrateKbps < OPUS_VOIP_BELOW_KBPS ? 'voip' : 'audio';
+}
+
 export function encoderSettings(encode: AudioEncodeOperation): EncoderSettings {
+  if (encode.params.format === AUTO_AUDIO_FORMAT) {
+    throw new TypeError('an auto encode is resolved (chosenEncode) before it is planned');
+  }
   const channels = encode.params.channels === 2 ? 2 : 1;
   const bitrateKbps = Math.round(encode.params.bitrate);
   if (encode.params.format === 'mp3') {
@@ -54,11 +67,6 @@ export function encoderSettings(encode: AudioEncodeOperation): EncoderSettings {
     sampleRate: 48_000,
     // Constrained VBR: unconstrained VBR overshoots by up to 80 % on tonal speech at 64 kbit/s
     // (measured on espeak speech), and a user who picks a bitrate expects that file size.
-    codecOptions: [
-      '-application',
-      bitrateKbps < OPUS_VOIP_BELOW_KBPS ? 'voip' : 'audio',
-      '-vbr',
-      'constrained',
-    ],
+    codecOptions: ['-application', opusApplication(bitrateKbps), '-vbr', 'constrained'],
   };
 }

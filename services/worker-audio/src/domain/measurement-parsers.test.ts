@@ -113,7 +113,31 @@ describe('parseProbeOutput', () => {
       codec: 'opus',
       bitRate: 24000,
       formatName: 'ogg',
+      carriesMetadata: false,
     });
+  });
+
+  it('tells tags and cover art the pipeline drops from the encoder name every file has', () => {
+    const probe = (format: Record<string, unknown>, streamTags?: Record<string, string>) =>
+      parseProbeOutput(
+        JSON.stringify({
+          streams: [{ codec_type: 'audio', sample_rate: '44100', channels: 1, tags: streamTags }],
+          format: { duration: '1', format_name: 'mp3', ...format },
+        }),
+      );
+    expect(probe({ nb_streams: 1, tags: { encoder: 'Lavf59.27.100' } })).toHaveProperty(
+      'carriesMetadata',
+      false,
+    );
+    expect(probe({ nb_streams: 1 }, { encoder: 'LAME3.100' })).toHaveProperty(
+      'carriesMetadata',
+      false,
+    );
+    expect(probe({ tags: { title: 'Secret', encoder: 'Lavf' } })).toHaveProperty(
+      'carriesMetadata',
+      true,
+    );
+    expect(probe({ nb_streams: 2 })).toHaveProperty('carriesMetadata', true);
   });
 
   it('explains what is missing', () => {

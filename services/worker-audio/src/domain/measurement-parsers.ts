@@ -135,6 +135,19 @@ export interface AudioProbe {
   bitRate: number | null;
   /** ffprobe's demuxer name, e.g. `wav`, `mp3`, `ogg`. */
   formatName: string;
+  /**
+   * It carries what the pipeline drops (`-map_metadata -1`, first audio stream only): tags other
+   * than the encoder's name, or further streams such as cover art.
+   */
+  carriesMetadata: boolean;
+}
+
+/** The muxer's or encoder's own name, which every encoder writes: not the uploader's metadata. */
+const ENCODER_TAG = /^encoder$/i;
+
+function hasTagsBeyondEncoder(tags: unknown): boolean {
+  if (typeof tags !== 'object' || tags === null) return false;
+  return Object.keys(tags).some((name) => !ENCODER_TAG.test(name));
 }
 
 function numberOrNull(value: unknown): number | null {
@@ -173,5 +186,9 @@ export function parseProbeOutput(json: string): AudioProbe | { problem: string }
     codec: typeof stream.codec_name === 'string' ? stream.codec_name : 'unknown',
     bitRate: numberOrNull(stream.bit_rate) ?? numberOrNull(root.format?.bit_rate),
     formatName: typeof root.format?.format_name === 'string' ? root.format.format_name : 'unknown',
+    carriesMetadata:
+      (numberOrNull(root.format?.nb_streams) ?? 1) > 1 ||
+      hasTagsBeyondEncoder(root.format?.tags) ||
+      hasTagsBeyondEncoder(stream.tags),
   };
 }

@@ -1,5 +1,5 @@
-import { copyFile, rm, stat } from 'node:fs/promises';
-import { inSpan } from '@tamp/kit';
+import { rm, stat } from 'node:fs/promises';
+import { inSpan, keepInputWhenNotSmaller } from '@tamp/kit';
 import {
   AUTO_IMAGE_FORMAT,
   IMAGE_EXTENSIONS,
@@ -9,12 +9,7 @@ import {
   LIMITS,
 } from '@tamp/proto';
 import sharp from 'sharp';
-import {
-  acceptedFormats,
-  type CandidateSpec,
-  candidatesFor,
-  keepsInput,
-} from '../domain/auto-encode';
+import { acceptedFormats, type CandidateSpec, candidatesFor } from '../domain/auto-encode';
 import { encodeSettingsFor } from '../domain/encode-settings';
 import { ImageDecodeError, ImageLimitError } from '../domain/errors';
 import {
@@ -195,27 +190,23 @@ async function processImageInSpan(input: ProcessImageInput): Promise<ImageResult
     encoderSteppedDown: encoded.steppedDown,
     ...encoded.search,
   };
-  const keep = keepsInput({
-    inputFormat: probe.format,
-    inputSize,
-    outputSize: info.size,
-    accepted,
-    sameDimensions:
-      info.width === probe.oriented.width &&
-      info.height === probe.oriented.height &&
-      info.pages === probe.pages,
-    inputNeedsRewrite: probe.orientation !== 1 || probe.hasStrippedMetadata,
-  });
-  if (!keep) return result;
-  // Never larger (docs/decisions.md#never-larger-than-the-input): the input is the result.
-  await copyFile(inputPath, outputPath);
-  return {
-    ...result,
-    format: probe.format,
-    extension: IMAGE_EXTENSIONS[probe.format],
-    outputSize: inputSize,
-    keptInput: true,
-  };
+  // Never larger (docs/decisions.md#never-larger-than-the-input): maybe the input is the result.
+  const kept = await keepInputWhenNotSmaller<ImageFormat>(
+    { inputPath, outputPath },
+    {
+      inputFormat: probe.format,
+      inputSize,
+      outputSize: info.size,
+      accepted,
+      sameContent:
+        info.width === probe.oriented.width &&
+        info.height === probe.oriented.height &&
+        info.pages === probe.pages,
+      inputNeedsRewrite: probe.orientation !== 1 || probe.hasStrippedMetadata,
+    },
+  );
+  if (kept === null) return result;
+  return { ...result, ...kept, extension: IMAGE_EXTENSIONS[kept.format] };
 }
 
 /** A job once planned: what both ways of encoding it need. */

@@ -48,12 +48,11 @@ export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'i
       outputKey,
       outputText: null,
       metrics: {
-        ...sizeMetrics(image.inputSize, image.outputSize, startedAt),
+        ...sizeMetrics(image.inputSize, image.outputSize, startedAt, image.keptInput),
         operationsApplied: work.operations.map((operation) => operation.type),
         width: image.widthOut,
         height: image.heightOut,
         format: image.format,
-        ...(image.keptInput && { keptInput: true as const }),
         ...(image.ssimTarget !== undefined && { ssimTarget: image.ssimTarget }),
         ...(image.ssim !== undefined && { ssim: image.ssim }),
         ...(image.candidates !== undefined && { candidates: image.candidates }),

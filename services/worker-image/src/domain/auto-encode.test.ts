@@ -6,7 +6,6 @@ import {
   chooseCandidate,
   hasFewColours,
   hasTransparency,
-  keepsInput,
   projectedCandidateMs,
   QUALITY_SEARCH,
   QualitySearch,
@@ -165,28 +164,6 @@ describe('the time budget', () => {
     // 10× the sample: its full-size encode (1,000 ms) in place of the leader's (400 ms).
     expect(projectedCandidateMs({ ...base, fullPixels: 4_000 })).toBe(1_100);
     expect(projectedCandidateMs({ ...base, fullPixels: 4_000, leaderProbeMs: 200 })).toBe(500);
-  });
-});
-
-describe('keepsInput', () => {
-  const facts = {
-    inputFormat: 'jpeg' as const,
-    inputSize: 1_000,
-    outputSize: 1_000,
-    accepted: ['jpeg' as const],
-    sameDimensions: true,
-    inputNeedsRewrite: false,
-  };
-
-  it('keeps the input when nothing smaller was found in an accepted format', () => {
-    expect(keepsInput(facts)).toBe(true);
-    expect(keepsInput({ ...facts, outputSize: 999 })).toBe(false);
-  });
-
-  it('not when its format, size or metadata is not what the job asks for', () => {
-    expect(keepsInput({ ...facts, accepted: ['webp'] })).toBe(false);
-    expect(keepsInput({ ...facts, sameDimensions: false })).toBe(false);
-    expect(keepsInput({ ...facts, inputNeedsRewrite: true })).toBe(false);
   });
 });
 

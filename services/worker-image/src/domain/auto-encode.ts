@@ -5,7 +5,6 @@ import {
   type ImageEncodeParams,
   type ImageFormat,
 } from '@tamp/proto';
-import type { InputFormat } from './image-limits';
 
 /**
  * The rules of `format: "auto"` and of `ssim` targets (services/worker-image/README.md#auto-and-
@@ -295,30 +294,6 @@ export function projectedCandidateMs(options: {
   const { probeMs, remainingProbes, samplePixels, fullPixels, leaderProbeMs } = options;
   const scale = fullPixels > samplePixels ? fullPixels / samplePixels : 0;
   return probeMs * remainingProbes + Math.max(0, (probeMs - leaderProbeMs) * scale);
-}
-
-/**
- * Never larger (docs/decisions.md#never-larger-than-the-input): the result is the input itself
- * when the best encode is not smaller, the input's format is one the job accepts, and the
- * input already is what the job asks for: same size and frames, upright, no metadata the
- * pipeline would strip (EXIF, XMP, IPTC), no colour conversion.
- */
-export function keepsInput(facts: {
-  inputFormat: InputFormat;
-  inputSize: number;
-  outputSize: number;
-  accepted: readonly ImageFormat[];
-  /** Output width, height and frames equal the input's. */
-  sameDimensions: boolean;
-  /** The pipeline changes what the input carries besides pixels (orientation, metadata, profile). */
-  inputNeedsRewrite: boolean;
-}): boolean {
-  return (
-    facts.outputSize >= facts.inputSize &&
-    facts.accepted.includes(facts.inputFormat) &&
-    facts.sameDimensions &&
-    !facts.inputNeedsRewrite
-  );
 }
 
 /** Up to FEW_COLOURS + 1 distinct colours of raw interleaved 8-bit pixels (early exit). */

@@ -1,4 +1,5 @@
 import {
+  AUDIO_AUTO_ENCODINGS,
   compressionRatio,
   describeOperations,
   describePresets,
@@ -111,6 +112,13 @@ const JOB_REQUESTS: { [P in Pipeline]: NamedExamples<JobRequestBodies[P]> } = {
           { type: 'encode', params: { format: 'mp3', bitrate: 64 } },
         ],
         webhookUrl: WEBHOOK_URL,
+      },
+    },
+    auto: {
+      summary: `auto: Opus for speech (${AUDIO_AUTO_ENCODINGS.speech.bitrate} kbps mono, voip) or music (${AUDIO_AUTO_ENCODINGS.musicStereo.bitrate} kbps stereo, audio), never larger than the input`,
+      value: {
+        audioId: EXAMPLE_IDS.audioUpload,
+        operations: [{ type: 'encode', params: { format: 'auto' } }],
       },
     },
   },
