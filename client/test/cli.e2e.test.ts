@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -133,6 +133,27 @@ describe('tamp compress', () => {
     };
     expect(document.totals).toMatchObject({ skipped: FILES, done: 0 });
     expect(await jobsOf(account)).toHaveLength(FILES);
+  });
+
+  it('names the output of a format the job chooses after its result, and skips it on a second run', async () => {
+    const account = await stack.createAccount({ plan: 'pro' });
+    const out = join(scratch, 'out-auto');
+    const image = mixed.find((file) => file.pipeline === 'image')!;
+    const auto = '{"image":[{"type":"encode","params":{"format":"auto"}}]}';
+    const args = ['compress', image.path, '--ops', auto, '--out', out, '--json'];
+    const first = await tamp(args, envOf(account));
+    expect(first.code, first.stderr).toBe(0);
+    const stem = relative(folder, image.path)
+      .replace(/^.*\//, '')
+      .replace(/\.[a-z0-9]+$/, '');
+    const written = (await readdir(out)).filter((name) => !name.startsWith('.'));
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatch(new RegExp(`^${stem}\\.(avif|webp|jpg|png)$`));
+    const second = JSON.parse((await tamp(args, envOf(account))).stdout) as {
+      totals: { skipped: number };
+    };
+    expect(second.totals.skipped).toBe(1);
+    expect((await readdir(out)).filter((name) => !name.startsWith('.'))).toEqual(written);
   });
 
   it('an interrupted run resumes where it stopped: every file charged once', {

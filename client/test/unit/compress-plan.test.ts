@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDelivery } from '../../src/cli/commands';
-import { parseChoices, planFiles } from '../../src/cli/compress/plan';
+import { parseChoices, planFiles, withOutputOf } from '../../src/cli/compress/plan';
 import { StateFile, stateKey } from '../../src/cli/compress/state';
 import { UsageError } from '../../src/cli/failures';
 import { ValidationError } from '../../src/errors';
@@ -65,6 +65,21 @@ describe('planning a compress run', () => {
     await expect(plan(['missing'])).rejects.toBeInstanceOf(UsageError);
     expect(() => parseChoices(['medium', 'chill'], undefined)).toThrow(UsageError);
     expect(() => parseChoices(['video=medium'], undefined)).toThrow(UsageError);
+  });
+});
+
+describe('a format the job chooses', () => {
+  it('is planned without an extension and named after the result', async () => {
+    const auto = '{"image":[{"type":"encode","params":{"format":"auto"}}]}';
+    const { files } = await plan(['media/a.jpg', 'media/a.png', 'media/b.wav'], [], auto);
+    const [jpeg, png, wav] = files;
+    expect(jpeg!.output.slice(folder.length + 1)).toBe('out/a.jpg.auto');
+    expect(png!.output.slice(folder.length + 1)).toBe('out/a.png.auto');
+    const url = 'http://127.0.0.1:9000/tamp/outputs/job_1/result.avif?X-Amz-Signature=f00';
+    expect(withOutputOf(jpeg!, url).output.slice(folder.length + 1)).toBe('out/a.jpg.avif');
+    expect(withOutputOf(png!, '/elsewhere/a.png.webp').output).toMatch(/out\/a\.png\.webp$/);
+    // A chain whose format is known keeps the name it was planned with.
+    expect(withOutputOf(wav!, url)).toBe(wav);
   });
 });
 

@@ -26,8 +26,26 @@ export interface ResolvedChoice {
   body: Choice;
   /** The resolved chain (preset expanded, encode last): part of a file's resume key. */
   chain: unknown[];
-  /** Extension of the output the chain produces (`webp`, `ogg`, `txt`…). */
+  /**
+   * Extension of the output the chain produces (`webp`, `ogg`, `txt`…), or UNRESOLVED_EXTENSION
+   * when the job chooses the format (`format: "auto"`) and only its result tells.
+   */
   extension: string;
+}
+
+/** The planned output's extension while the format is the job's to choose (see withOutputOf). */
+export const UNRESOLVED_EXTENSION = 'auto';
+
+/**
+ * The file with its output named after `result` (a URL or path whose extension is the format
+ * the job chose) when the plan could not know it; the file as is otherwise.
+ */
+export function withOutputOf(file: PlannedFile, result: string): PlannedFile {
+  const suffix = `.${UNRESOLVED_EXTENSION}`;
+  if (file.choice.extension !== UNRESOLVED_EXTENSION || !file.output.endsWith(suffix)) return file;
+  const extension = extensionOf(basename(URL.canParse(result) ? new URL(result).pathname : result));
+  if (extension === undefined) return file;
+  return { ...file, output: `${file.output.slice(0, -suffix.length)}${extension}` };
 }
 
 export interface PlannedFile {
@@ -109,7 +127,8 @@ export function resolveChoice(pipeline: Pipeline, choice: Choice): ResolvedChoic
     body.preset !== undefined
       ? expandPreset(definition, body.preset)
       : definition.finalizeChain(body.operations ?? []);
-  const extension = String(definition.describeOutput(chain).extension);
+  const described = definition.describeOutput(chain).extension;
+  const extension = described === undefined ? UNRESOLVED_EXTENSION : String(described);
   return { body: choice, chain, extension };
 }
 

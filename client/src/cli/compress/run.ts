@@ -5,7 +5,7 @@ import pLimit from 'p-limit';
 import type { Tamp } from '../../client';
 import { TampApiError } from '../../errors';
 import { describeFailure, type Failure, stopsTheRun } from '../failures';
-import type { PlannedFile } from './plan';
+import { type PlannedFile, withOutputOf } from './plan';
 import { hashFile, type StateEntry, type StateFile, stateKey } from './state';
 
 export type Phase = 'read' | 'upload' | 'create' | 'wait' | 'download';
@@ -116,7 +116,8 @@ class FileRun {
   private resumed = false;
 
   constructor(
-    private readonly file: PlannedFile,
+    /** Its output renamed once known when the job chooses the format (withOutputOf). */
+    private file: PlannedFile,
     private readonly options: RunOptions,
     private readonly byKey: Map<string, Promise<FileOutcome>>,
   ) {}
@@ -149,7 +150,8 @@ class FileRun {
     if (entry?.status === 'done' && !options.force) {
       const recorded = join(options.out, entry.output);
       if ((await sizeOf(recorded)) === entry.outputSize) {
-        if (recorded !== file.output) await copyInto(recorded, file.output);
+        this.file = withOutputOf(file, recorded);
+        if (recorded !== this.file.output) await copyInto(recorded, this.file.output);
         return this.outcome('skipped', entry);
       }
     }
@@ -190,14 +192,24 @@ class FileRun {
         },
       };
     }
-    options.observer.phase(file, 'download', { loaded: 0 });
-    await tamp.download(job, file.output, {
+    if (job.result.outputUrl !== undefined) this.file = withOutputOf(file, job.result.outputUrl);
+    const named = this.file;
+    options.observer.phase(named, 'download', { loaded: 0 });
+    await tamp.download(job, named.output, {
       signal: options.interrupt,
       onProgress: ({ loaded, total }) =>
-        options.observer.phase(file, 'download', { loaded, ...(total !== undefined && { total }) }),
+        options.observer.phase(named, 'download', {
+          loaded,
+          ...(total !== undefined && { total }),
+        }),
     });
     const { outputSize, compressionRatio } = job.result.metrics;
-    await this.save({ status: 'done', outputSize, ratio: compressionRatio });
+    await this.save({
+      status: 'done',
+      output: relative(options.out, named.output),
+      outputSize,
+      ratio: compressionRatio,
+    });
     return this.outcome('done');
   }
 
@@ -269,6 +281,7 @@ class FileRun {
     if (twin.status !== 'done' && twin.status !== 'skipped') {
       return { ...twin, file: this.file, ms: this.elapsed() };
     }
+    this.file = withOutputOf(this.file, twin.file.output);
     await copyInto(twin.file.output, this.file.output);
     return { ...twin, file: this.file, inputSize, ms: this.elapsed() };
   }
