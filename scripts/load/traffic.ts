@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { exponentialDelayMs, type JitterBand, jitteredDelayMs } from '@tamp/proto';
 import pLimit from 'p-limit';
 import type { JobKind } from './workload';
 
@@ -61,6 +62,11 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_GIVE_UP_AFTER_MS = 180_000;
 /** A Retry-After above this is shortened: the run would otherwise measure the client's patience. */
 const MAX_RETRY_WAIT_MS = 10_000;
+/**
+ * Around the wait a client chose rather than below it (proto's equal jitter is for servers):
+ * clients told the same Retry-After still come back spread out, none much earlier than told.
+ */
+const CLIENT_JITTER: JitterBand = { low: 0.8, high: 1.2 };
 
 export async function runTraffic(options: TrafficOptions): Promise<Creation[]> {
   const count = Math.floor((options.ratePerSecond * options.durationMs) / 1000);
@@ -159,10 +165,9 @@ export async function createWithRetries(
       creation.error = answer.error;
       break;
     }
-    const backoff = Math.min(MAX_RETRY_WAIT_MS, 250 * 2 ** Math.min(attempt, 5));
-    await sleep(
-      Math.min(answer.retryAfterMs ?? backoff, MAX_RETRY_WAIT_MS) * (0.8 + Math.random() * 0.4),
-    );
+    const backoff = exponentialDelayMs(250, attempt, MAX_RETRY_WAIT_MS);
+    const waitMs = Math.min(answer.retryAfterMs ?? backoff, MAX_RETRY_WAIT_MS);
+    await sleep(jitteredDelayMs(waitMs, Math.random, CLIENT_JITTER));
   }
   creation.latencyMs = performance.now() - started;
   return creation;
