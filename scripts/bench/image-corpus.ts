@@ -43,10 +43,10 @@ import { parseArgs, promisify } from 'node:util';
 import encodeMozjpeg, { init as initMozjpegModule } from '@jsquash/jpeg/encode.js';
 import type { ImageCandidate, ImageOperation } from '@tamp/proto';
 import sharp from 'sharp';
-import { ssim as ssimJs } from 'ssim.js';
 import { processImage } from '../../services/worker-image/src/adapters/sharp-pipeline';
 import { MemoryBudget } from '../../services/worker-image/src/domain/memory-budget';
 import { provisionTools, TOOLS_BIN } from '../infra/provision';
+import { type Pixels, pixelsOnWhite, scoreEncoded } from '../measure/independent-ssim';
 
 const execFile = promisify(execFileCallback);
 const MiB = 1024 * 1024;
@@ -185,43 +185,6 @@ const CORPUS: CorpusImage[] = [
     path: `${ADWAITA}/devices/camera-web.png`,
   },
 ];
-
-/** RGBA pixels on white, the form every score compares (transparency as a white page shows it). */
-interface Pixels {
-  data: Uint8ClampedArray;
-  width: number;
-  height: number;
-}
-
-async function pixelsOnWhite(image: sharp.Sharp): Promise<Pixels> {
-  const { data, info } = await image
-    .flatten({ background: '#ffffff' })
-    .ensureAlpha()
-    .raw({ depth: 'uchar' })
-    .toBuffer({ resolveWithObject: true });
-  return {
-    data: new Uint8ClampedArray(data.buffer, data.byteOffset, data.length),
-    width: info.width,
-    height: info.height,
-  };
-}
-
-/** The independent score: ssim.js, weber, full resolution (what domain/ssim.ts also defines). */
-function independentSsim(reference: Pixels, candidate: Pixels): number {
-  if (reference.width !== candidate.width || reference.height !== candidate.height) {
-    throw new Error(
-      `decoded ${candidate.width}×${candidate.height}, expected ${reference.width}×${reference.height}`,
-    );
-  }
-  return ssimJs(reference, candidate, { ssim: 'weber', downsample: false }).mssim;
-}
-
-async function scoreEncoded(reference: Pixels, encoded: Buffer): Promise<number> {
-  return independentSsim(
-    reference,
-    await pixelsOnWhite(sharp(encoded, { limitInputPixels: false })),
-  );
-}
 
 /**
  * CPU time of this process's waited-for children (user + system, /proc/self/stat's cutime and
