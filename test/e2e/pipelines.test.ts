@@ -9,6 +9,7 @@ import {
   type SpeechFixture,
 } from '@tamp/scripts/fixtures/speech';
 import { pixelsOnWhite, scoreEncoded } from '@tamp/scripts/measure/independent-ssim';
+import { integratedLoudness } from '@tamp/scripts/measure/loudness';
 import { decode } from '@toon-format/toon';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -798,10 +799,10 @@ describe('Audio operations', () => {
 
   it('normalize -16 lands within ±1.5 LU of -16 LUFS, measured on the download', async () => {
     const output = await runAudio('normalize', ['normalize', 'encode']);
-    const loudness = await runner.measureLoudness(output.path);
-    console.info(`normalize -16: ${loudness.integratedLufs} LUFS`);
-    expect(loudness.integratedLufs).not.toBeNull();
-    expect(Math.abs(loudness.integratedLufs! + 16)).toBeLessThanOrEqual(1.5);
+    // By ffmpeg's own loudnorm analysis, not the worker's parser of its ebur128 log.
+    const integrated = await integratedLoudness(output.path);
+    console.info(`normalize -16: ${integrated} LUFS`);
+    expect(Math.abs(integrated + 16)).toBeLessThanOrEqual(1.5);
   });
 
   it('trim-silence removes at least 80 % of the inserted silence and keeps the speech', async () => {
@@ -814,8 +815,7 @@ describe('Audio operations', () => {
     // The spoken sentences (with espeak's own short gaps) survive: at most a few per cent go.
     expect(output.durationSec).toBeGreaterThanOrEqual(0.9 * paused.speechSec);
     // The speech is still there at a sensible level, not cut to near silence.
-    const loudness = await runner.measureLoudness(output.path);
-    expect(loudness.integratedLufs).not.toBeNull();
+    expect(await integratedLoudness(output.path)).toBeGreaterThan(-40);
   });
 
   it('Opus bitrate within ±25 % of the target, stereo when asked (≥ 20 s input)', async () => {

@@ -5,10 +5,10 @@ import { AUDIO_AUTO_ENCODINGS, type AudioOperation } from '@tamp/proto';
 import { op } from '@tamp/scripts/fixtures/audio-operations';
 import { encodeMp3, generateMusicFixture, type MusicKind } from '@tamp/scripts/fixtures/music';
 import { generateSpeechFixture, PODCAST_SPEECH } from '@tamp/scripts/fixtures/speech';
+import { integratedLoudness } from '@tamp/scripts/measure/loudness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseAutoEncoding } from '../domain/auto-encoding';
 import { type AudioProgress, createFfmpegRunner } from './ffmpeg-runner';
-import { runTool } from './tool-process';
 
 /**
  * format auto on real ffmpeg: the speech/music check on spoken (espeak-ng) and synthesised
@@ -95,23 +95,6 @@ function option(args: readonly string[] | undefined, flag: string): string | und
   return at < 0 ? undefined : args?.[at + 1];
 }
 
-/** Integrated loudness as ffmpeg's own loudnorm prints it (JSON), not the worker's parser. */
-async function loudnormIntegrated(path: string): Promise<number> {
-  const { stderr } = await runTool(process.env.FFMPEG_PATH ?? 'ffmpeg', [
-    '-nostdin',
-    '-hide_banner',
-    '-i',
-    `file:${path}`,
-    '-af',
-    'loudnorm=print_format=json',
-    '-f',
-    'null',
-    '-',
-  ]);
-  const json = stderr.slice(stderr.lastIndexOf('{'), stderr.lastIndexOf('}') + 1);
-  return Number.parseFloat((JSON.parse(json) as { input_i: string }).input_i);
-}
-
 describe('the speech/music check', () => {
   it.each([
     ...SPEECH_CLIPS.map((clip) => [clip, 'speech'] as const),
@@ -143,8 +126,8 @@ describe('an auto job', () => {
     const kbps = (result.outputSize * 8) / probe.durationSec / 1000;
     expect(Math.abs(kbps - bitrate) / bitrate).toBeLessThan(0.25);
     // auto chooses an encoding, it does not touch the level.
-    const levelIn = await loudnormIntegrated(clips.podcast!);
-    expect(Math.abs((await loudnormIntegrated(outputPath)) - levelIn)).toBeLessThan(1);
+    const levelIn = await integratedLoudness(clips.podcast!);
+    expect(Math.abs((await integratedLoudness(outputPath)) - levelIn)).toBeLessThan(1);
   });
 
   it('encodes stereo music as stereo audio Opus at the music bitrate', async () => {
