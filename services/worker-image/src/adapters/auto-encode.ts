@@ -14,7 +14,9 @@ import {
   projectedCandidateMs,
   QualitySearch,
   qualityRangeFor,
+  resolutionFor,
   SearchBudget,
+  searchStartFor,
 } from '../domain/auto-encode';
 import {
   type EncodeSettings,
@@ -182,11 +184,7 @@ async function searchInScratch(input: SearchInput, scratch: string): Promise<Sea
               target: target!,
               probe,
               jpegAtQuality: spec.format === 'jpeg' && !spec.lossless ? jpegAtQuality : undefined,
-              // The API's qualities are aligned across codecs: where the last lossy candidate
-              // settled is the best first guess for the next.
-              start:
-                lastLossyQuality(outcomes) ??
-                (encode.ssim === undefined ? encode.quality : undefined),
+              start: searchStartFor(spec, encode, lastLossyQuality(outcomes)),
               overBudget: (probeMs, remainingProbes) =>
                 !first &&
                 !budget.allows(
@@ -308,11 +306,10 @@ async function searchCandidate(
     // The target's own JPEG meets it by definition.
     return { spec, settled: options.jpegAtQuality, meetsTarget: true };
   }
-  // Without an ssim target the API's qualities are aligned across codecs (the same number is
-  // about the same look), so the job's quality is where the search starts.
   const search = new QualitySearch(target, qualityRangeFor(spec), {
     start: options.start,
     maxProbes: maxProbesFor(spec),
+    resolution: resolutionFor(spec),
   });
   for (let quality = search.next(); quality !== undefined; quality = search.next()) {
     const startedAt = options.now();

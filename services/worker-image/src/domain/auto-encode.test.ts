@@ -9,8 +9,11 @@ import {
   projectedCandidateMs,
   QUALITY_SEARCH,
   QualitySearch,
+  resolutionFor,
   SearchBudget,
+  searchStartFor,
 } from './auto-encode';
+import { avifQualityFor } from './encode-settings';
 
 function params(input: Record<string, unknown>): ImageEncodeParams {
   const operation = imageOperationSchema.parse({ type: 'encode', params: input });
@@ -117,6 +120,104 @@ describe('QualitySearch', () => {
     const search = searchOn(0.999, smooth);
     expect(search.best).toBeUndefined();
     expect(search.closest?.quality).toBe(Math.max(...search.probes.map((probe) => probe.quality)));
+  });
+});
+
+/** An AVIF search as the adapter runs it (4 encodes, finer above API 80) on a synthetic codec. */
+function avifSearchOn(
+  target: number,
+  codec: (quality: number) => { bytes: number; ssim: number },
+  start?: number,
+) {
+  const avif = { format: 'avif', lossless: false } as const;
+  const search = new QualitySearch(
+    target,
+    { min: QUALITY_SEARCH.min, max: QUALITY_SEARCH.max },
+    { start, maxProbes: QUALITY_SEARCH.avifProbes, resolution: resolutionFor(avif) },
+  );
+  for (let quality = search.next(); quality !== undefined; quality = search.next()) {
+    search.record({ quality, ...codec(quality) });
+  }
+  return search;
+}
+
+/** Linear between (quality, value) anchors, and beyond the ends along their last slope. */
+function piecewise(anchors: readonly (readonly [number, number])[]) {
+  return (quality: number) => {
+    let index = anchors.findIndex(([at]) => at > quality);
+    if (index <= 0) index = index === 0 ? 1 : anchors.length - 1;
+    const [q0, v0] = anchors[index - 1]!;
+    const [q1, v1] = anchors[index]!;
+    return v0 + ((v1 - v0) * (quality - q0)) / (q1 - q0);
+  };
+}
+
+describe('QualitySearch lands on the smallest passing quality', () => {
+  // "ladybird" (a 1280 px photo) at SSIM 0.98, as measured by scripts/bench/image-corpus.ts: q87
+  // passes, q53 fails, q70 and q72 fail with the same file (AVIF 44 and 45 encode alike), q73
+  // passes at half q87's size. Started at 87 (where WebP had settled), the old search spent its
+  // 4 encodes on 87, 53, 70, 72 and kept q87.
+  const ladybirdScore = piecewise([
+    [53, 0.9751],
+    [70, 0.9794],
+    [72, 0.9794],
+    [73, 0.98],
+    [80, 0.9809],
+    [87, 0.9849],
+  ]);
+  const ladybird = (quality: number) => ({
+    ssim: ladybirdScore(quality),
+    bytes: quality >= 70 && quality <= 72 ? 8_800 : Math.round(9_300 * 1.1 ** (quality - 73)),
+  });
+
+  it('spends its last encode towards the passing side (ladybird, started at 87)', () => {
+    const search = avifSearchOn(0.98, ladybird, 87);
+    expect(search.probes.map((probe) => probe.quality).slice(0, 3)).toEqual([87, 53, 70]);
+    expect(search.best!.quality).toBeGreaterThanOrEqual(73);
+    expect(search.best!.quality).toBeLessThanOrEqual(80);
+    expect(search.probes.length).toBeLessThanOrEqual(QUALITY_SEARCH.avifProbes);
+  });
+
+  it('lands near 73 on ladybird from the middle, where AVIF now starts', () => {
+    const search = avifSearchOn(0.98, ladybird);
+    expect(search.best!.quality).toBeGreaterThanOrEqual(73);
+    expect(search.best!.quality).toBeLessThanOrEqual(80);
+  });
+
+  it('bisects after an encode that gave the same file as another quality', () => {
+    // With encodes to spare, interpolation after the flat 70–72 would aim just short again.
+    const search = new QualitySearch(0.98, { min: 20, max: 95 }, { start: 87, maxProbes: 6 });
+    for (const quality of [87, 53, 70, 72]) search.record({ quality, ...ladybird(quality) });
+    expect(search.next()).toBe(80);
+  });
+
+  // "green-meadow": the score rises evenly with AVIF's quality and first passes at API 81
+  // (avifenc's cq31). From the middle the old search spent its 4 encodes on 58, 77, 87, 80 and
+  // kept 87: 5 AVIF qualities higher than needed, 1.9× the size.
+  it('does not overshoot above API 80, where a step is 2.5 AVIF qualities (green-meadow)', () => {
+    const meadow = (quality: number) => ({
+      ssim: 0.98 + 0.0006 * (avifQualityFor(quality) - avifQualityFor(81)),
+      bytes: Math.round(1_000 * Math.exp(avifQualityFor(quality) / 25)),
+    });
+    const search = avifSearchOn(0.98, meadow);
+    expect(search.best!.quality).toBeGreaterThanOrEqual(81);
+    expect(search.best!.quality).toBeLessThanOrEqual(82);
+    expect(search.probes.length).toBeLessThanOrEqual(QUALITY_SEARCH.avifProbes);
+  });
+});
+
+describe('searchStartFor', () => {
+  const avif = { format: 'avif', lossless: false } as const;
+  const webp = { format: 'webp', lossless: false } as const;
+
+  it("starts at the job's quality without a target (the API's qualities are aligned)", () => {
+    expect(searchStartFor(avif, params({ format: 'auto', quality: 70 }), 87)).toBe(70);
+  });
+
+  it('with a target, starts WebP where JPEG settled and AVIF in the middle', () => {
+    const target = params({ format: 'auto', ssim: 0.98 });
+    expect(searchStartFor(webp, target, 61)).toBe(61);
+    expect(searchStartFor(avif, target, 87)).toBeUndefined();
   });
 });
 

@@ -100,6 +100,38 @@ export function maxProbesFor(candidate: CandidateSpec): number {
   return candidate.format === 'avif' ? QUALITY_SEARCH.avifProbes : QUALITY_SEARCH.probes;
 }
 
+/**
+ * Above this API quality one step is 2.5 AVIF steps (avifQualityFor), so an AVIF search there
+ * is only done when it knows the lowest passing quality exactly: within 2 it could settle 5
+ * AVIF steps (often 20–40 % of the size) higher than needed.
+ */
+export const AVIF_STEEP_FROM_QUALITY = 80;
+
+/** Where a candidate's search is done: the bracket's width by the quality it passes at. */
+export function resolutionFor(candidate: CandidateSpec): (passing: number) => number {
+  return (passing) =>
+    candidate.format === 'avif' && passing > AVIF_STEEP_FROM_QUALITY
+      ? 1
+      : QUALITY_SEARCH.resolution;
+}
+
+/**
+ * The first quality a candidate's search tries (undefined: the middle of the range). Without an
+ * `ssim` target the job's quality: the API's qualities are aligned across codecs, and the target
+ * is JPEG's score at it. With one, where the previous lossy candidate settled (`previous`),
+ * which holds between JPEG and WebP and saves them encodes, but not for AVIF: on a photo WebP
+ * settled at 87 where AVIF needed 73, and an AVIF search started at 87 stayed there, so AVIF
+ * starts in the middle.
+ */
+export function searchStartFor(
+  candidate: CandidateSpec,
+  params: ImageEncodeParams,
+  previous: number | undefined,
+): number | undefined {
+  if (params.ssim === undefined) return params.quality;
+  return candidate.format === 'avif' ? undefined : previous;
+}
+
 export interface QualityRange {
   min: number;
   max: number;
@@ -127,11 +159,17 @@ export interface Probe {
  * so every encode narrows it. It assumes the score rises with quality, which holds for every
  * codec here up to small wobbles; a wobble can only make it settle a step higher than needed,
  * never return a quality that was not measured to meet the target.
+ *
+ * Interpolation aims at the target, so it tends to land just short of it, and a codec's score
+ * has flat stretches (neighbouring API qualities that give the same file). So it bisects after
+ * an interpolation that did not halve the bracket, and after an encode that gave the same file
+ * as another quality; and the last encode goes no lower than the bracket's middle, towards the
+ * passing side: short of the target it would leave the bracket's top as the result.
  */
 export class QualitySearch {
   readonly #target: number;
   readonly #maxProbes: number;
-  readonly #resolution: number;
+  readonly #resolution: (passing: number) => number;
   /** Highest quality known to fail (or one below the range) and lowest known to pass (or one above). */
   #failing: { quality: number; ssim?: number };
   #passing: { quality: number; ssim?: number };
@@ -142,7 +180,8 @@ export class QualitySearch {
     range: QualityRange,
     options: {
       maxProbes?: number;
-      resolution?: number;
+      /** Close enough: a width of the bracket, or one by the quality that passes. */
+      resolution?: number | ((passing: number) => number);
       /** The first quality to try (e.g. the job's quality), instead of the range's middle. */
       start?: number;
     } = {},
@@ -150,9 +189,10 @@ export class QualitySearch {
     if (!(range.min <= range.max)) {
       throw new RangeError(`empty quality range ${range.min}–${range.max}`);
     }
+    const resolution = options.resolution ?? QUALITY_SEARCH.resolution;
     this.#target = target;
     this.#maxProbes = options.maxProbes ?? QUALITY_SEARCH.probes;
-    this.#resolution = options.resolution ?? QUALITY_SEARCH.resolution;
+    this.#resolution = typeof resolution === 'number' ? () => resolution : resolution;
     this.#failing = { quality: range.min - 1 };
     this.#passing = { quality: range.max + 1 };
     this.#start = options.start;
@@ -166,27 +206,43 @@ export class QualitySearch {
     const high = this.#passing.quality;
     if (this.probes.length >= this.#maxProbes || high - low <= 1) return undefined;
     // Found within the resolution: a passing quality at most `resolution` above a failing one.
-    if (this.#passing.ssim !== undefined && high - low <= this.#resolution) return undefined;
-    const lowScore = this.#failing.ssim;
-    const highScore = this.#passing.ssim;
-    let quality = Math.ceil((low + high) / 2);
-    if (this.probes.length === 0 && this.#start !== undefined) quality = this.#start;
+    if (this.#passing.ssim !== undefined && high - low <= this.#resolution(high)) return undefined;
+    const middle = Math.ceil((low + high) / 2);
+    let quality = this.probes.length === 0 && this.#start !== undefined ? this.#start : middle;
     // Interpolation creeps when the score has a step (it keeps landing just short of it): an
     // interpolated encode that did not halve the bracket is followed by a bisection.
     const crept = this.#bracketBefore !== undefined && high - low > this.#bracketBefore / 2;
     this.#bracketBefore = undefined;
-    if (lowScore !== undefined && highScore !== undefined && highScore > lowScore && !crept) {
-      const share = (this.#target - lowScore) / (highScore - lowScore);
-      quality = Math.round(low + share * (high - low));
+    if (this.#canInterpolate() && !crept && !this.#sameFileAsBefore) {
+      quality = this.#interpolated(low, high);
       this.#bracketBefore = high - low;
+      if (this.probes.length === this.#maxProbes - 1) quality = Math.max(quality, middle);
     }
     return Math.min(high - 1, Math.max(low + 1, quality));
   }
 
+  #canInterpolate(): boolean {
+    const { ssim: lowScore } = this.#failing;
+    const { ssim: highScore } = this.#passing;
+    return lowScore !== undefined && highScore !== undefined && highScore > lowScore;
+  }
+
+  /** Where the score, linear between the bracket's ends, reaches the target. */
+  #interpolated(low: number, high: number): number {
+    const lowScore = this.#failing.ssim!;
+    const share = (this.#target - lowScore) / (this.#passing.ssim! - lowScore);
+    return Math.round(low + share * (high - low));
+  }
+
   /** The bracket's width before an interpolated encode, to see whether it halved. */
   #bracketBefore: number | undefined;
+  /** The last encode gave a file of the same size as another quality's: the score is flat there. */
+  #sameFileAsBefore = false;
 
   record(probe: Probe): void {
+    this.#sameFileAsBefore = this.probes.some(
+      (earlier) => earlier.bytes === probe.bytes && earlier.quality !== probe.quality,
+    );
     this.probes.push(probe);
     if (probe.ssim >= this.#target) {
       if (probe.quality < this.#passing.quality) this.#passing = probe;
