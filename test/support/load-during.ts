@@ -64,6 +64,12 @@ export async function loadDuring(
   log(`outcomes: ${JSON.stringify(summarizeOutcomes(finished))}`);
   const audited = await auditSettledBooks(books, creations, creditsBefore, 60_000);
   const slowestCreationSec = Math.max(...creations.map((creation) => creation.latencyMs)) / 1000;
+  // What a slow creation met on each try (0 a network error, -1 this client's time-out).
+  for (const slow of creations.filter((creation) => creation.latencyMs > 30_000).slice(0, 5)) {
+    log(
+      `slow creation: ${slow.kind} ${(slow.latencyMs / 1000).toFixed(1)} s, answers ${slow.statuses.join(' ')}`,
+    );
+  }
   log(
     `${creations.length} creations, ${audited.jobs} jobs, ${audited.completed} completed, ` +
       `${audited.creditsCharged} credits charged, slowest creation ${slowestCreationSec.toFixed(1)} s`,
