@@ -39,18 +39,29 @@ export interface RunningJobService {
   sweep(now?: Date): Promise<SweepReport>;
 }
 
-/** Serves `jobEndpoints` on NATS and runs the sweepers. Indexes: JOB_INDEXES (main.ts). */
-export async function startJobService(
-  dependencies: JobServiceDependencies,
-): Promise<RunningJobService> {
-  const { db, nats, topology, rpc, store, logger, settings } = dependencies;
+/**
+ * The repositories and the settlement the service's parts share, wired once: startJobService
+ * builds on them, and a test builds a second set of sweepers from them (with one replaced).
+ */
+export function jobServiceCore(dependencies: JobServiceDependencies) {
+  const { db, nats, topology, rpc, logger } = dependencies;
   const clock = dependencies.clock ?? (() => new Date());
   const jobs = new JobRepository(db);
   const claims = new IdempotencyRepository(db);
   const admissions = new AdmissionRepository(db);
   const messaging = new JobMessaging(nats, topology, logger, rpc);
-
   const settlement = new Settlement(jobs, messaging, rpc, logger, dependencies.metrics);
+  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
+  return { clock, jobs, claims, admissions, messaging, settlement, abandoned };
+}
+
+/** Serves `jobEndpoints` on NATS and runs the sweepers. Indexes: JOB_INDEXES (main.ts). */
+export async function startJobService(
+  dependencies: JobServiceDependencies,
+): Promise<RunningJobService> {
+  const { db, rpc, store, logger, settings } = dependencies;
+  const core = jobServiceCore(dependencies);
+  const { clock, jobs, claims, admissions, messaging, settlement, abandoned } = core;
   const reads = new JobReads(
     new JobRepository(dependencies.readDb ?? db),
     store,
@@ -69,7 +80,6 @@ export async function startJobService(
     clock,
     logger,
   });
-  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
   const creation = new JobCreation(
     admission,
     abandoned,
@@ -81,18 +91,7 @@ export async function startJobService(
     clock,
   );
   const attempts = new JobAttempts(jobs, settlement, settings, clock, logger, dependencies.random);
-  const sweeper = new Sweeper({
-    jobs,
-    claims,
-    admissions,
-    abandoned,
-    messaging,
-    settlement,
-    store,
-    settings,
-    clock,
-    logger,
-  });
+  const sweeper = new Sweeper({ ...core, store, settings, logger });
 
   const endpoints = await serveJobEndpoints(rpc, { creation, reads, attempts });
   sweeper.start(settings.sweepIntervalMs);

@@ -33,17 +33,12 @@ import {
 } from '@tamp/proto';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { AdmissionRepository } from '../src/adapters/admission-repository';
-import { IdempotencyRepository } from '../src/adapters/idempotency-repository';
-import { JOB_INDEXES, JOBS_COLLECTION, JobRepository } from '../src/adapters/job-repository';
-import { JobMessaging } from '../src/adapters/messaging';
-import { AbandonedCreations } from '../src/application/abandoned-creations';
+import { JOB_INDEXES, JOBS_COLLECTION } from '../src/adapters/job-repository';
 import type { JobSettings } from '../src/application/job-settings';
-import { Settlement } from '../src/application/settlement';
 import { Sweeper, type SweeperCollaborators } from '../src/application/sweeper';
 import { configSchema, jobSettingsFrom } from '../src/config';
 import type { JobDocument } from '../src/domain/job';
-import { type RunningJobService, startJobService } from '../src/service';
+import { jobServiceCore, type RunningJobService, startJobService } from '../src/service';
 
 export type CreateJobInput = EndpointRequest<(typeof jobEndpoints)['createJob']>;
 
@@ -128,26 +123,18 @@ export class JobHarness {
    * their collaborators replaced: how a test makes one sweeper fail and watches the others.
    */
   sweeperWith(replaced: Partial<SweeperCollaborators>): Sweeper {
-    const { db, logger, settings } = this;
-    const rpc = new Rpc(this.serviceNats, this.topology, logger);
-    const jobs = new JobRepository(db);
-    const claims = new IdempotencyRepository(db);
-    const admissions = new AdmissionRepository(db);
-    const messaging = new JobMessaging(this.serviceNats, this.topology, logger, rpc);
-    const clock = () => new Date();
-    return new Sweeper({
-      jobs,
-      claims,
-      admissions,
-      abandoned: new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger }),
-      messaging,
-      settlement: new Settlement(jobs, messaging, rpc, logger),
-      store: this.store,
-      settings,
-      clock,
+    const { db, logger, settings, store, topology } = this;
+    const rpc = new Rpc(this.serviceNats, topology, logger);
+    const core = jobServiceCore({
+      db,
+      nats: this.serviceNats,
+      topology,
+      rpc,
+      store,
       logger,
-      ...replaced,
+      settings,
     });
+    return new Sweeper({ ...core, store, settings, logger, ...replaced });
   }
 
   async stop(): Promise<void> {
