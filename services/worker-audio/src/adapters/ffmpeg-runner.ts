@@ -391,18 +391,14 @@ export function createFfmpegRunner(options: FfmpegRunnerOptions = {}): FfmpegRun
     }
 
     // Never larger (docs/decisions.md#never-larger-than-the-input): maybe the input is the result.
+    const encodedSize = (await stat(outputPath)).size;
     const kept = await keepInputWhenNotSmaller(
       { inputPath, outputPath },
-      keepInputFacts({
-        input,
-        processing,
-        encode,
-        inputSize,
-        outputSize: (await stat(outputPath)).size,
-      }),
+      keepInputFacts({ input, processing, encode, inputSize, outputSize: encodedSize }),
     );
-    const output = await probeAudio(outputPath, { signal });
-    const outputSize = (await stat(outputPath)).size;
+    // A kept input was probed already.
+    const output = kept === null ? await probeAudio(outputPath, { signal }) : input;
+    const outputSize = kept?.outputSize ?? encodedSize;
     const loudness =
       request.measureOutputLoudness === false
         ? null
