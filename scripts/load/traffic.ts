@@ -42,6 +42,12 @@ export interface Creation {
   latencyMs: number;
   /** Every HTTP status seen; 0 for a network error, -1 for a client time-out. */
   statuses: number[];
+  /**
+   * What each try met and when, seconds from the first send: `12.3 503 (SERVICE_UNAVAILABLE,
+   * unknown) in 5.0 s`, and how reading a job named with outcome unknown ended: what a slow
+   * creation waited on, for the report.
+   */
+  trace: string[];
   /** 503 answers that carried Retry-After, and those that did not. */
   retryAfterPresent: number;
   retryAfterMissing: number;
@@ -113,6 +119,7 @@ export async function createWithRetries(
     statusAtCreation: null,
     latencyMs: 0,
     statuses: [],
+    trace: [],
     retryAfterPresent: 0,
     retryAfterMissing: 0,
     error: null,
@@ -121,15 +128,22 @@ export async function createWithRetries(
     foundAfterUnknown: false,
   };
   for (let attempt = 0; attempt < 1_000 && performance.now() < giveUpAt; attempt++) {
+    const sentAt = performance.now();
     const answer = await send(options, kind, creation.idempotencyKey);
     creation.statuses.push(answer.status);
+    creation.trace.push(describeTry(started, sentAt, answer));
     if (answer.outcome?.outcome === 'unknown' && options.deferSettling === true) {
       creation.unsettled.push(answer.outcome.jobId);
       break;
     }
     if (answer.outcome?.outcome === 'unknown') {
       // As the contract asks: read the named job before creating anything again.
+      const readAt = performance.now();
       const settled = await settleCreation(options, answer.outcome.jobId);
+      creation.trace.push(
+        `${secondsSince(started, readAt)} read ${answer.outcome.jobId}: ` +
+          `${typeof settled === 'string' ? settled : settled.status} in ${secondsSince(readAt)}`,
+      );
       if (settled === 'unsettled') {
         creation.unsettled.push(answer.outcome.jobId);
         break;
@@ -173,12 +187,26 @@ export async function createWithRetries(
   return creation;
 }
 
+function secondsSince(from: number, to = performance.now()): string {
+  return `${((to - from) / 1000).toFixed(1)} s`;
+}
+
+function describeTry(started: number, sentAt: number, answer: Answer): string {
+  const refusal =
+    answer.code === null
+      ? ''
+      : ` (${[answer.code, answer.outcome?.outcome].filter(Boolean).join(', ')})`;
+  return `${secondsSince(started, sentAt)} ${answer.status}${refusal} in ${secondsSince(sentAt)}`;
+}
+
 interface Answer {
   status: number;
   jobId: string | null;
   jobStatus: string | null;
   retryAfterMs: number | null;
   error: string | null;
+  /** The error code of a refusal, or what the request failed with (`TimeoutError`). */
+  code: string | null;
   /** What a failed creation said of its job, when it named one. */
   outcome: { jobId: string; outcome: 'not-created' | 'unknown' } | null;
 }
@@ -272,6 +300,7 @@ async function send(
       jobStatus: body.data?.status ?? null,
       retryAfterMs: retryAfter === null ? null : Number(retryAfter) * 1000,
       error: body.error === undefined ? null : `${body.error.code}: ${body.error.message}`,
+      code: body.error?.code ?? null,
       outcome:
         details?.jobId !== undefined && details.outcome !== undefined
           ? { jobId: details.jobId, outcome: details.outcome }
@@ -285,6 +314,7 @@ async function send(
       jobStatus: null,
       retryAfterMs: null,
       error: String(error),
+      code: error instanceof Error ? error.name : 'error',
       outcome: null,
     };
   }

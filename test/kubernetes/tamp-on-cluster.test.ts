@@ -275,22 +275,42 @@ async function explainUnsettled(jobIds: string[]): Promise<void> {
       `unsettled ${jobId}: admission ${JSON.stringify(admission)}, job ${JSON.stringify(job)}`,
     );
   }
+  const about = await componentLogLines('job', /sweep failed|abandoned creation|not released/, 40);
+  console.log(`job pods on abandoned creations:\n${about.join('\n')}`);
+}
+
+/**
+ * The warnings, errors and NATS reconnections the pods of these components still hold (evicted
+ * pods' are gone).
+ */
+async function printWarnings(components: string[]): Promise<void> {
+  for (const component of components) {
+    const warnings = await componentLogLines(component, /"level":(40|50|60)|NATS reconnected/, 100);
+    console.log(`${component} pods' warnings:\n${warnings.join('\n')}`);
+  }
+}
+
+/** The last `count` lines matching `pattern` that the pods of a component logged. */
+async function componentLogLines(
+  component: string,
+  pattern: RegExp,
+  count: number,
+): Promise<string[]> {
   const logs = await tamp
     .kubectl([
       '-n',
       TAMP_NAMESPACE,
       'logs',
       '-l',
-      'app.kubernetes.io/component=job',
+      `app.kubernetes.io/component=${component}`,
       '--prefix',
       '--tail=-1',
     ])
     .catch((error: unknown) => String(error));
-  const about = logs
+  return logs
     .split('\n')
-    .filter((line) => /sweep failed|abandoned creation|not released/.test(line))
-    .slice(-40);
-  console.log(`job pods on abandoned creations:\n${about.join('\n')}`);
+    .filter((line) => pattern.test(line))
+    .slice(-count);
 }
 
 async function receivedDeliveries(): Promise<Delivery[]> {
@@ -823,6 +843,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       watching.abort();
       await watchBudgets;
       console.log(String(run.disruption));
+      if (run.slowestCreationSec > 30) await printWarnings(['gateway', 'job', 'billing']);
       expectNothingLostOrChargedTwice(run);
       expect(budgetBreaches).toEqual([]);
       expect((await podsOn(node)).map((pod) => pod.metadata.name)).toEqual([]);

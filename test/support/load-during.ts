@@ -67,7 +67,7 @@ export async function loadDuring(
   // What a slow creation met on each try (0 a network error, -1 this client's time-out).
   for (const slow of creations.filter((creation) => creation.latencyMs > 30_000).slice(0, 5)) {
     log(
-      `slow creation: ${slow.kind} ${(slow.latencyMs / 1000).toFixed(1)} s, answers ${slow.statuses.join(' ')}`,
+      `slow creation: ${slow.kind} ${(slow.latencyMs / 1000).toFixed(1)} s: ${slow.trace.join('; ')}`,
     );
   }
   log(
