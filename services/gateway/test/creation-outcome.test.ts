@@ -44,3 +44,25 @@ describe('a creation without an answer', () => {
     expect(response.json().error.details).toBeUndefined();
   });
 });
+
+describe('a creation that reached no job service', () => {
+  const away = new Harness();
+  beforeAll(() => away.start({ createJobBudgetMs: 5_000, jobService: false }));
+  afterAll(() => away.stop());
+
+  it('is a 503 that names the job id as not created: nothing received it', async () => {
+    const { apiKey } = away.account();
+    const response = await away.app.inject({
+      method: 'POST',
+      url: '/v1/audio',
+      headers: { authorization: `Bearer ${apiKey}` },
+      payload: { audioId: 'upl_x', preset: 'chill' },
+    });
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toBeDefined();
+    const { error } = response.json();
+    expect(error.code).toBe('UNAVAILABLE');
+    expect(error.details.outcome).toBe('not-created');
+    expect(isId('job', error.details.jobId)).toBe(true);
+  });
+});

@@ -54,6 +54,8 @@ export class Harness {
       createJobBudgetMs?: number;
       webhookTargets?: TargetPolicy;
       publicUrl?: string;
+      /** False: no job service serves creations (every one reaches nobody). */
+      jobService?: boolean;
     } = {},
   ): Promise<this> {
     this.topology = createTopology(this.infrastructure.namespace);
@@ -66,7 +68,7 @@ export class Harness {
     const { s3 } = this.infrastructure;
     this.objectStore = new ObjectStore({ ...s3, bucket: this.infrastructure.bucket });
     await this.objectStore.provision([]);
-    this.servePeers(new Rpc(this.peers, this.topology, this.logger));
+    this.servePeers(new Rpc(this.peers, this.topology, this.logger), options.jobService ?? true);
     await this.peers.flush();
     for (let index = 0; index < (options.gateways ?? 1); index++) {
       const nats = await connectNats({
@@ -122,27 +124,7 @@ export class Harness {
     return { apiKey, accountId };
   }
 
-  private servePeers(rpc: Rpc): void {
-    rpc.serve(billingEndpoints.authenticate, async ({ apiKey }) => {
-      this.authenticateCalls++;
-      const account = this.accounts.get(apiKey);
-      if (account === undefined || this.revoked.has(apiKey)) {
-        throw new ServiceError('UNAUTHORIZED', 'Unknown or revoked API key');
-      }
-      return account;
-    });
-    rpc.serve(uploadEndpoints.createUpload, async (request) => {
-      if (request.size > request.maxUploadBytes) {
-        throw new ServiceError('FILE_TOO_LARGE', 'too large');
-      }
-      return {
-        id: newId('upload'),
-        uploadUrl: 'http://127.0.0.1:9/put',
-        contentType: 'image/png',
-        uploadUrlExpiresIn: 900,
-        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      };
-    });
+  private serveCreations(rpc: Rpc): void {
     rpc.serve(jobEndpoints.createJob, async (request) => {
       this.createJobRequests.push(request);
       // A job service that died or stalled mid-creation: no answer at all.
@@ -172,6 +154,30 @@ export class Harness {
       this.jobs.set(request.jobId, job);
       return { httpStatus: 202 as const, job };
     });
+  }
+
+  private servePeers(rpc: Rpc, serveCreations: boolean): void {
+    rpc.serve(billingEndpoints.authenticate, async ({ apiKey }) => {
+      this.authenticateCalls++;
+      const account = this.accounts.get(apiKey);
+      if (account === undefined || this.revoked.has(apiKey)) {
+        throw new ServiceError('UNAUTHORIZED', 'Unknown or revoked API key');
+      }
+      return account;
+    });
+    rpc.serve(uploadEndpoints.createUpload, async (request) => {
+      if (request.size > request.maxUploadBytes) {
+        throw new ServiceError('FILE_TOO_LARGE', 'too large');
+      }
+      return {
+        id: newId('upload'),
+        uploadUrl: 'http://127.0.0.1:9/put',
+        contentType: 'image/png',
+        uploadUrlExpiresIn: 900,
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      };
+    });
+    if (serveCreations) this.serveCreations(rpc);
     rpc.serve(jobEndpoints.getJob, async ({ jobId }) => {
       const job = this.jobs.get(jobId);
       if (job === undefined) throw new ServiceError('JOB_NOT_FOUND', 'No such job');

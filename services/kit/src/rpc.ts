@@ -6,7 +6,14 @@ import {
   type Subscription,
 } from '@nats-io/nats-core';
 import { type Span, SpanKind } from '@opentelemetry/api';
-import { type EndpointDefinition, isErrorCode, ServiceError, type Topology } from '@tamp/proto';
+import {
+  type EndpointDefinition,
+  exponentialDelayMs,
+  isErrorCode,
+  jitteredDelayMs,
+  ServiceError,
+  type Topology,
+} from '@tamp/proto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { NoAnswerError, ReplyInbox } from './reply-inbox';
@@ -50,9 +57,34 @@ export interface RpcTiming {
    * time-out. Several heartbeats long, so a responder busy for a moment is not given up on.
    */
   silenceMs: number;
+  /**
+   * How long a call whose request reached nobody ("no responders") keeps sending it again
+   * (within its own time-out): a service's subscription is missing while its NATS client moves
+   * to another server (a NATS pod drained or restarted; kit's reconnectTimeWait is 1 s) or
+   * while its only replica restarts. Past it the call fails as UndeliveredCallError.
+   */
+  noRespondersGraceMs: number;
 }
 
-export const DEFAULT_RPC_TIMING: RpcTiming = { heartbeatMs: 1_000, silenceMs: 5_000 };
+export const DEFAULT_RPC_TIMING: RpcTiming = {
+  heartbeatMs: 1_000,
+  silenceMs: 5_000,
+  noRespondersGraceMs: 5_000,
+};
+
+/** The first pause before a request that reached nobody is sent again; doubled per retry. */
+const NO_RESPONDERS_FIRST_PAUSE_MS = 50;
+
+/**
+ * UNAVAILABLE for a call whose request NATS delivered to nobody, each time it was sent: the
+ * callee cannot have acted on it, so its caller knows the call had no effect (the gateway
+ * answers such a creation "not-created" rather than "unknown").
+ */
+export class UndeliveredCallError extends ServiceError {
+  constructor(service: string) {
+    super('UNAVAILABLE', `The ${service} service is unavailable; retry shortly`);
+  }
+}
 
 export interface CallOptions {
   /** Upper bound of this call's wait; default DEFAULT_RPC_TIMEOUT_MS. */
@@ -131,13 +163,19 @@ export class Rpc {
     }
     let reply: Msg;
     try {
-      reply = await this.request(this.subject(endpoint), JSON.stringify(request), headers, timeout);
+      reply = await this.requestUntilDelivered(
+        this.subject(endpoint),
+        JSON.stringify(request),
+        headers,
+        timeout,
+      );
     } catch (error) {
       const reason = error instanceof NoAnswerError ? error.reason : undefined;
       this.logger.warn(
         { err: error, reason, endpoint: this.subject(endpoint) },
         'service call failed',
       );
+      if (reason === 'no-responders') throw new UndeliveredCallError(endpoint.service);
       const what = reason === 'went-silent' ? 'stopped answering' : 'is unavailable';
       throw new ServiceError(
         'UNAVAILABLE',
@@ -150,6 +188,34 @@ export class Rpc {
       throw new ServiceError(isErrorCode(code) ? code : 'INTERNAL', message, details);
     }
     return endpoint.response.parse(envelope.data) as EndpointResponse<Endpoint>;
+  }
+
+  /**
+   * `request`, sent again while NATS answers "no responders" and the grace lasts. Safe for
+   * every endpoint: that answer means the server delivered the request to no subscriber.
+   */
+  private async requestUntilDelivered(
+    subject: string,
+    payload: string,
+    headers: MsgHdrs,
+    timeoutMs: number,
+  ): Promise<Msg> {
+    const startedAt = Date.now();
+    const giveUpAt = startedAt + timeoutMs;
+    const graceEndsAt = startedAt + Math.min(timeoutMs, this.timing.noRespondersGraceMs);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.request(subject, payload, headers, giveUpAt - Date.now());
+      } catch (error) {
+        const undelivered = error instanceof NoAnswerError && error.reason === 'no-responders';
+        const pauseMs = jitteredDelayMs(
+          exponentialDelayMs(NO_RESPONDERS_FIRST_PAUSE_MS, retry),
+          Math.random,
+        );
+        if (!undelivered || Date.now() + pauseMs >= graceEndsAt) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      }
+    }
   }
 
   /** Serves an endpoint in the service's queue group; each request is handled concurrently. */

@@ -5,7 +5,13 @@ import { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import { assertStaysTrue } from '../../../test/support/stays-true';
 import { connectNats, type NatsConnection } from '../src/nats';
-import { EndpointGroup, Rpc, type RpcTiming } from '../src/rpc';
+import {
+  DEFAULT_RPC_TIMING,
+  EndpointGroup,
+  Rpc,
+  type RpcTiming,
+  UndeliveredCallError,
+} from '../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });
@@ -90,16 +96,39 @@ describe('Rpc over real NATS', () => {
     expect(error.code).toBe('VALIDATION_ERROR');
   });
 
-  it('reports a service nobody serves as UNAVAILABLE instead of hanging', async () => {
+  it('reports a service nobody serves as UNAVAILABLE instead of hanging, and as undelivered', async () => {
     const missing = { ...divide, service: 'nobody' };
     const error = (await rpc
       .call(missing, { a: 1, b: 1 }, { timeoutMs: 500 })
       .catch((caught: unknown) => caught)) as ServiceError;
     expect(error.code).toBe('UNAVAILABLE');
+    expect(error).toBeInstanceOf(UndeliveredCallError);
+  });
+
+  it('sends a request that reached nobody again while its service comes back', async () => {
+    const topology = createTopology(infrastructure.namespace);
+    const returning = { ...divide, service: 'returning' };
+    let served: EndpointGroup | undefined;
+    // What a drained NATS pod does to a service for about a second: its subscription is gone
+    // until its client has reconnected to another server.
+    const back = setTimeout(() => {
+      served = new EndpointGroup(new Rpc(server, topology, logger)).serve(
+        returning,
+        async ({ a, b }) => ({ quotient: a / b }),
+      );
+    }, 300);
+    const answer = await new Rpc(client, topology, logger, {
+      ...DEFAULT_RPC_TIMING,
+      noRespondersGraceMs: 10_000,
+    })
+      .call(returning, { a: 8, b: 4 }, { timeoutMs: 20_000 })
+      .finally(() => clearTimeout(back));
+    await served?.stop();
+    expect(answer).toEqual({ quotient: 2 });
   });
 
   describe('a responder that died with the request', () => {
-    const timing: RpcTiming = { heartbeatMs: 50, silenceMs: 400 };
+    const timing: RpcTiming = { heartbeatMs: 50, silenceMs: 400, noRespondersGraceMs: 400 };
 
     it('is UNAVAILABLE once silent, long before the time-out', async () => {
       const topology = createTopology(infrastructure.namespace);
@@ -116,6 +145,8 @@ describe('Rpc over real NATS', () => {
       dead.unsubscribe();
       expect(error.code).toBe('UNAVAILABLE');
       expect(error.message).toBe('The swallowed service stopped answering; retry shortly');
+      // It may have acted on the request: not the answer of a request nobody received.
+      expect(error).not.toBeInstanceOf(UndeliveredCallError);
     });
 
     it('is told apart from a responder still at work, which is waited for', async () => {

@@ -1,7 +1,13 @@
-import type { JobCreationMetrics, ObjectStore, Rpc } from '@tamp/kit';
+import {
+  type JobCreationMetrics,
+  type ObjectStore,
+  type Rpc,
+  UndeliveredCallError,
+} from '@tamp/kit';
 import {
   type AccountLimits,
   type CreateJobInput,
+  creationNotCreated,
   creationOutcomeUnknown,
   jobEndpoints,
   newId,
@@ -110,10 +116,12 @@ export class JobSubmissions {
 /**
  * A creation that failed without the job service settling it (no answer in time: it may have
  * died or stalled mid-creation) has an unknown outcome; the answer says so and names the job id,
- * which GET /v1/jobs/<id> then tells (docs/decisions.md#when-a-creation-fails). Answers the job
- * service gave itself already carry their outcome.
+ * which GET /v1/jobs/<id> then tells (docs/decisions.md#when-a-creation-fails). One that reached
+ * no job service at all is settled: nothing received the id, and this gateway sends it no more.
+ * Answers the job service gave itself already carry their outcome.
  */
 function namingTheJob(error: unknown, jobId: string): unknown {
+  if (error instanceof UndeliveredCallError) return creationNotCreated(error, jobId);
   if (!(error instanceof ServiceError) || error.code !== 'UNAVAILABLE') return error;
   const details = error.details as { jobId?: unknown } | undefined;
   return details?.jobId === undefined ? creationOutcomeUnknown(jobId) : error;
