@@ -34,7 +34,7 @@
  * encode; Tamp's own 20 s search budget; no new image is started once --time-limit-s has passed.
  */
 import { execFile as execFileCallback } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -45,8 +45,16 @@ import type { ImageCandidate, ImageOperation } from '@tamp/proto';
 import sharp from 'sharp';
 import { processImage } from '../../services/worker-image/src/adapters/sharp-pipeline';
 import { MemoryBudget } from '../../services/worker-image/src/domain/memory-budget';
-import { provisionTools, TOOLS_BIN } from '../infra/provision';
+import { TOOLS_BIN } from '../infra/provision';
 import { type Pixels, pixelsOnWhite, scoreEncoded } from '../measure/independent-ssim';
+import {
+  type CorpusImage,
+  corpusImages,
+  corpusInput,
+  type Kind,
+  median,
+  ownCpuMs,
+} from './image-corpus-set';
 
 const execFile = promisify(execFileCallback);
 const MiB = 1024 * 1024;
@@ -54,137 +62,6 @@ const MiB = 1024 * 1024;
 /** What the references' bisections may spend per image and per encode. */
 const MAX_PROBES_PER_SEARCH = 10;
 const REFERENCE_ENCODE_TIMEOUT_MS = 120_000;
-
-type Kind = 'photo' | 'render' | 'graphic';
-
-interface CorpusImage {
-  name: string;
-  kind: Kind;
-  /** The Debian package that ships it (scripts/infra/tools.json, profile image-corpus). */
-  debianPackage: string;
-  path: string;
-  /** Downscaled first to fit this box (and written as a real upload of it would be). */
-  fit?: { width: number; height: number };
-}
-
-const MATE = '/usr/share/backgrounds/mate/nature';
-const GNOME = '/usr/share/backgrounds/gnome';
-const ADWAITA = '/usr/share/icons/Adwaita/512x512';
-
-/**
- * 18 images, ~19 MP in all: photographs of several sizes (two of them as shipped, heavily
- * compressed JPEGs among them), smooth and flat renders, and graphics with transparency or a
- * few flat colours, where lossless candidates compete.
- */
-const CORPUS: CorpusImage[] = [
-  { name: 'aqua', kind: 'photo', debianPackage: 'mate-backgrounds', path: `${MATE}/Aqua.jpg` },
-  { name: 'storm', kind: 'photo', debianPackage: 'mate-backgrounds', path: `${MATE}/Storm.jpg` },
-  {
-    name: 'fresh-flower',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/FreshFlower.jpg`,
-  },
-  {
-    name: 'green-meadow',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/GreenMeadow.jpg`,
-  },
-  {
-    name: 'ladybird',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/LadyBird.jpg`,
-    fit: { width: 1280, height: 1280 },
-  },
-  {
-    name: 'rain-drops',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/RainDrops.jpg`,
-    fit: { width: 1280, height: 1280 },
-  },
-  {
-    name: 'two-wings',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/TwoWings.jpg`,
-    fit: { width: 640, height: 640 },
-  },
-  {
-    name: 'yellow-flower',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/YellowFlower.jpg`,
-    fit: { width: 640, height: 640 },
-  },
-  {
-    name: 'garden',
-    kind: 'photo',
-    debianPackage: 'mate-backgrounds',
-    path: `${MATE}/Garden.jpg`,
-    fit: { width: 320, height: 320 },
-  },
-  {
-    name: 'adwaita',
-    kind: 'render',
-    debianPackage: 'gnome-backgrounds',
-    path: `${GNOME}/adwaita-l.webp`,
-    fit: { width: 1024, height: 1024 },
-  },
-  {
-    name: 'wood',
-    kind: 'render',
-    debianPackage: 'gnome-backgrounds',
-    path: `${GNOME}/wood-d.webp`,
-    fit: { width: 1024, height: 1024 },
-  },
-  {
-    name: 'truchet',
-    kind: 'render',
-    debianPackage: 'gnome-backgrounds',
-    path: `${GNOME}/truchet-d.webp`,
-    fit: { width: 800, height: 800 },
-  },
-  {
-    name: 'pixels',
-    kind: 'render',
-    debianPackage: 'gnome-backgrounds',
-    path: `${GNOME}/pixels-l.webp`,
-    fit: { width: 640, height: 640 },
-  },
-  {
-    name: 'grub-homeworld',
-    kind: 'graphic',
-    debianPackage: 'desktop-base',
-    path: '/usr/share/desktop-base/homeworld-theme/grub/grub-16x9.png',
-  },
-  {
-    name: 'grub-emerald',
-    kind: 'graphic',
-    debianPackage: 'desktop-base',
-    path: '/usr/share/desktop-base/emerald-theme/grub/grub-4x3.png',
-  },
-  {
-    name: 'debian-logo-text',
-    kind: 'graphic',
-    debianPackage: 'desktop-base',
-    path: '/usr/share/desktop-base/debian-logos/logo-text-version-256.png',
-  },
-  {
-    name: 'headphones-icon',
-    kind: 'graphic',
-    debianPackage: 'adwaita-icon-theme',
-    path: `${ADWAITA}/devices/audio-headphones.png`,
-  },
-  {
-    name: 'webcam-icon',
-    kind: 'graphic',
-    debianPackage: 'adwaita-icon-theme',
-    path: `${ADWAITA}/devices/camera-web.png`,
-  },
-];
 
 /**
  * CPU time of this process's waited-for children (user + system, /proc/self/stat's cutime and
@@ -195,11 +72,6 @@ function childrenCpuMs(): number {
   const stat = readFileSync('/proc/self/stat', 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[13]) + Number(fields[14])) * 10;
-}
-
-function ownCpuMs(): number {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
 }
 
 interface Probe {
@@ -418,25 +290,7 @@ async function runTamp(
 
 /** The input as Tamp gets it, and the same pixels for the command-line encoders and the scores. */
 async function prepare(image: CorpusImage, root: string, scratch: string): Promise<ImageFiles> {
-  const original = join(root, image.path);
-  let input = original;
-  if (image.fit) {
-    const resized = sharp(original)
-      .rotate()
-      .resize({ ...image.fit, fit: 'inside' });
-    const format = (await sharp(original).metadata()).format;
-    // Written as an upload of that size would be: a camera-like JPEG, or without loss.
-    if (format === 'jpeg') {
-      input = join(scratch, 'input.jpg');
-      await resized.jpeg({ quality: 92 }).toFile(input);
-    } else if (format === 'webp') {
-      input = join(scratch, 'input.webp');
-      await resized.webp({ lossless: true }).toFile(input);
-    } else {
-      input = join(scratch, 'input.png');
-      await resized.png().toFile(input);
-    }
-  }
+  const input = await corpusInput(image, root, scratch);
   const sourcePng = join(scratch, 'source.png');
   await sharp(input).rotate().png({ compressionLevel: 1 }).toFile(sourcePng);
   return { input, sourcePng, sourceOnWhite: await pixelsOnWhite(sharp(sourcePng)), scratch };
@@ -531,13 +385,6 @@ async function measureImage(
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-}
-
-function median(values: number[]): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 const kb = (bytes: number | undefined) => (bytes === undefined ? '–' : (bytes / 1000).toFixed(1));
@@ -724,17 +571,15 @@ async function main(): Promise<void> {
   const target = Number(values.ssim);
   const timeLimitMs = Number(values['time-limit-s']) * 1000;
   const only = values.only?.split(',');
-  const images = CORPUS.filter((image) => !only || only.includes(image.name));
-  if (!values['no-provision']) await provisionTools('image-corpus');
+  const images = await corpusImages({
+    only,
+    root: values.root,
+    provision: !values['no-provision'],
+  });
   const { stdout: commit } = await execFile('git', ['rev-parse', '--short', 'HEAD']);
   console.log(
     `image-corpus at ${commit.trim()}, ${new Date().toISOString()}, SSIM target ${target}`,
   );
-  for (const image of images) {
-    if (!existsSync(join(values.root, image.path))) {
-      throw new Error(`${image.path} is missing: npm run tools -- image-corpus`);
-    }
-  }
   sharp.cache(false);
   await initMozjpeg();
   const memory = new MemoryBudget(320 * MiB);
