@@ -45,8 +45,13 @@ const _execFile = promisify(execFileCallback);
  */
 const CLUSTER_NODES = Number(process.env.TAMP_CLUSTER_NODES ?? 1);
 
-/** The receiver's fixed Service address, allow-listed in the chart's values as an operator would. */
-const RECEIVER_IP = '10.0.0.200';
+/**
+ * The receiver's fixed Service address, allow-listed in the chart's values as an operator would.
+ * In the lower band of the /24 Service range (its first 16 addresses), which the API server
+ * hands out to Services without a fixed address only once the rest is taken: 10.0.0.200 was
+ * once already given to a dependency's Service when the receiver asked for it.
+ */
+const RECEIVER_IP = '10.0.0.10';
 const RECEIVER_NAMESPACE = 'webhook-receiver';
 
 interface Job {
