@@ -9,9 +9,9 @@ import {
   candidatesFor,
   chooseCandidate,
   hasFewColours,
-  maxProbesFor,
   type Probe,
   projectedCandidateMs,
+  QUALITY_SEARCH,
   QualitySearch,
   qualityRangeFor,
   resolutionFor,
@@ -308,7 +308,7 @@ async function searchCandidate(
   }
   const search = new QualitySearch(target, qualityRangeFor(spec), {
     start: options.start,
-    maxProbes: maxProbesFor(spec),
+    maxProbes: QUALITY_SEARCH.probes,
     resolution: resolutionFor(spec),
   });
   for (let quality = search.next(); quality !== undefined; quality = search.next()) {
@@ -317,7 +317,7 @@ async function searchCandidate(
     const first = search.probes.length === 1;
     // A later candidate is dropped when its first encode shows it cannot finish in time; any
     // candidate stops searching once the budget is spent, settling on what it has measured.
-    if (first && options.overBudget(options.now() - startedAt, maxProbesFor(spec) - 1)) {
+    if (first && options.overBudget(options.now() - startedAt, QUALITY_SEARCH.probes - 1)) {
       return { spec, skipped: 'time-budget' };
     }
     if (options.overBudget(0, 0)) break;

@@ -89,16 +89,16 @@ export const QUALITY_SEARCH = {
   min: 20,
   max: 95,
   pngMax: 100,
+  /**
+   * Every format alike. AVIF once had 4 (its encodes cost 10–20× WebP's), but its score often
+   * jumps between neighbouring qualities, and 4 left five corpus images 0.003–0.009 above the
+   * target; 6 took their AVIF from 101.0 to 93.9 kB (scripts/bench/image-corpus.ts, the
+   * worker's README). A search encodes a sample of at most SAMPLE_MAX_PIXELS under the job's
+   * time budget, and spends the extra encodes only while its bracket is still wide.
+   */
   probes: 6,
-  /** AVIF encodes cost 10–20× WebP's (measured: scripts/bench/image-auto.ts): fewer of them. */
-  avifProbes: 4,
   resolution: 2,
 } as const;
-
-/** The most encodes a candidate's search may spend. */
-export function maxProbesFor(candidate: CandidateSpec): number {
-  return candidate.format === 'avif' ? QUALITY_SEARCH.avifProbes : QUALITY_SEARCH.probes;
-}
 
 /**
  * Above this API quality one step is 2.5 AVIF steps (avifQualityFor), so an AVIF search there
