@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -100,6 +100,7 @@ export async function startWorkerHarness(options: WorkerHarnessOptions): Promise
       for (const stream of Object.values(topology.streams))
         await manager.streams.delete(stream.name);
       await nats.close();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }

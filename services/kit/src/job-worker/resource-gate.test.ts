@@ -4,15 +4,15 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cpuPressure, hostResourceGate, memoryInUse } from './resource-gate';
 
-let root: string | undefined;
+const roots: string[] = [];
 afterEach(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
-  root = undefined;
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
 });
 
 /** A fake /proc and /sys with just the files given. */
 async function machine(files: Record<string, string>): Promise<string> {
-  root = await mkdtemp(join(tmpdir(), 'tamp-gate-'));
+  const root = await mkdtemp(join(tmpdir(), 'tamp-gate-'));
+  roots.push(root);
   for (const [path, content] of Object.entries(files)) {
     await mkdir(dirname(join(root, path)), { recursive: true });
     await writeFile(join(root, path), content);
