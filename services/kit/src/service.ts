@@ -19,13 +19,7 @@ import {
 } from './config';
 import { createLogger } from './logger';
 import { createMetricsRegistry } from './metrics';
-import {
-  connectMongo,
-  type IndexSpecification,
-  loadMongoClient,
-  MONGO_CLIENT_OPTIONS,
-  provisionIndexes,
-} from './mongo';
+import { connectMongo, type IndexSpecification, newMongoClient, provisionIndexes } from './mongo';
 import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
 import { ObjectStore } from './object-store';
 import { OpsServer } from './ops-server';
@@ -111,8 +105,7 @@ export class ServiceContext<Config extends ServiceEnv> {
   };
 
   private async openMongoClient(url: string, appName: string, step: string) {
-    const MongoClient = await loadMongoClient();
-    const client = await new MongoClient(url, { appName, ...MONGO_CLIENT_OPTIONS }).connect();
+    const client = await (await newMongoClient(url, { appName })).connect();
     this.shutdown.register(step, () => client.close());
     return client;
   }

@@ -6,6 +6,7 @@ import {
   type Db,
   type IndexSpecification,
   insertAllIfAbsent,
+  POOL_CHECK_INTERVAL_MS,
   provisionIndexes,
 } from '../src/mongo';
 
@@ -40,6 +41,20 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     await expect(probe.insertOne({ _id: 'majority' })).resolves.toMatchObject({
       acknowledged: true,
     });
+  });
+
+  it('checks its connection pool every POOL_CHECK_INTERVAL_MS, not every 100 ms', async () => {
+    await db.command({ ping: 1 });
+    // Driver internals: the canary for a driver that stops reading the setting.
+    const topology = (client as unknown as { topology: { s: { servers: Map<string, unknown> } } })
+      .topology;
+    const pools = [...topology.s.servers.values()].map(
+      (server) => (server as { pool: { options: { minPoolSizeCheckFrequencyMS: number } } }).pool,
+    );
+    expect(pools.length).toBeGreaterThan(0);
+    for (const pool of pools) {
+      expect(pool.options.minPoolSizeCheckFrequencyMS).toBe(POOL_CHECK_INTERVAL_MS);
+    }
   });
 
   it('creates the indexes, and running again is harmless', async () => {
