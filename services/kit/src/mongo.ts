@@ -94,13 +94,13 @@ export async function loadMongoClient(): Promise<typeof MongoClient> {
  * check only prunes closed ones). The driver's 100 ms wakes every process that talks to the
  * database ten times a second for nothing: a bare 100 ms timer alone costs Node 0.5-1.4 ms of
  * CPU a second here, in each of up to six pools of an idle stack. The driver's option parser
- * refuses the setting (it is not public), so `newMongoClient` sets it on the parsed options
+ * refuses the setting (it is not public), so `connectMongoClient` sets it on the parsed options
  * before connecting; services/kit/test/mongo.test.ts checks that the pool still reads it.
  */
 export const POOL_CHECK_INTERVAL_MS = 10_000;
 
-/** A client with Tamp's options and the quiet pool check (POOL_CHECK_INTERVAL_MS); not connected. */
-export async function newMongoClient(
+/** A client with Tamp's options and the quiet pool check (POOL_CHECK_INTERVAL_MS), connected. */
+export async function connectMongoClient(
   url: string,
   options: MongoClientOptions & { appName: string },
 ): Promise<MongoClient> {
@@ -108,7 +108,7 @@ export async function newMongoClient(
   const client = new MongoClient(url, { ...MONGO_CLIENT_OPTIONS, ...options });
   (client.options as { minPoolSizeCheckFrequencyMS?: number }).minPoolSizeCheckFrequencyMS =
     POOL_CHECK_INTERVAL_MS;
-  return client;
+  return client.connect();
 }
 
 /**
@@ -155,13 +155,11 @@ export async function connectMongo(options: {
     appName: options.appName,
     monitorCommands: options.monitorCommands ?? false,
   };
-  let client = await (await newMongoClient(options.url, clientOptions)).connect();
+  let client = await connectMongoClient(options.url, clientOptions);
   const serialized = await isFerretDb(client);
   if (serialized) {
     await client.close();
-    client = await (
-      await newMongoClient(options.url, { ...clientOptions, maxPoolSize: 1 })
-    ).connect();
+    client = await connectMongoClient(options.url, { ...clientOptions, maxPoolSize: 1 });
   }
   return { client, db: client.db(options.database), serialized };
 }

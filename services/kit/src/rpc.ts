@@ -207,12 +207,12 @@ export class Rpc {
       try {
         return await this.request(subject, payload, headers, giveUpAt - Date.now());
       } catch (error) {
-        const undelivered = error instanceof NoAnswerError && error.reason === 'no-responders';
+        if (!(error instanceof NoAnswerError) || error.reason !== 'no-responders') throw error;
         const pauseMs = jitteredDelayMs(
           exponentialDelayMs(NO_RESPONDERS_FIRST_PAUSE_MS, retry),
           Math.random,
         );
-        if (!undelivered || Date.now() + pauseMs >= graceEndsAt) throw error;
+        if (Date.now() + pauseMs >= graceEndsAt) throw error;
         await new Promise((resolve) => setTimeout(resolve, pauseMs));
       }
     }

@@ -19,7 +19,12 @@ import {
 } from './config';
 import { createLogger } from './logger';
 import { createMetricsRegistry } from './metrics';
-import { connectMongo, type IndexSpecification, newMongoClient, provisionIndexes } from './mongo';
+import {
+  connectMongo,
+  connectMongoClient,
+  type IndexSpecification,
+  provisionIndexes,
+} from './mongo';
 import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
 import { ObjectStore } from './object-store';
 import { OpsServer } from './ops-server';
@@ -105,7 +110,7 @@ export class ServiceContext<Config extends ServiceEnv> {
   };
 
   private async openMongoClient(url: string, appName: string, step: string) {
-    const client = await (await newMongoClient(url, { appName })).connect();
+    const client = await connectMongoClient(url, { appName });
     this.shutdown.register(step, () => client.close());
     return client;
   }
