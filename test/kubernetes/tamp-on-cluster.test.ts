@@ -31,7 +31,12 @@ import {
   jobDocument as jobDocumentIn,
   ledgerOf as ledgerIn,
 } from '../support/exactly-once';
-import { expectNothingLostOrChargedTwice, loadDuring } from '../support/load-during';
+import {
+  type DisruptedRun,
+  expectNothingLostOrChargedTwice,
+  loadDuring,
+} from '../support/load-during';
+import { PodLogKeeper } from '../support/pod-log-keeper';
 import { assertStaysTrue } from '../support/stays-true';
 
 const _execFile = promisify(execFileCallback);
@@ -73,6 +78,8 @@ interface Delivery {
 
 let tamp: TampCluster;
 let dataDir: string;
+/** The pods' logs, kept also for pods a disruption deleted. */
+let podLogs: PodLogKeeper;
 let account: Account;
 let mongo: MongoClient;
 /** Where a disrupted run's books are read: the public and admin APIs, FerretDB and NATS. */
@@ -268,10 +275,16 @@ async function capturePods(moment: string): Promise<void> {
  * never settled: each one's admission (open, and until when) and job (a tombstone, stored, or
  * none), and what the job service logged about settling abandoned creations. Printed only.
  */
-async function explainUnsettled(jobIds: string[]): Promise<void> {
-  if (jobIds.length === 0) return;
+/**
+ * Where a disrupted run's loose ends stand, printed before its books are asserted: creations of
+ * unknown outcome (their admissions and the job pods' reconciler lines), and jobs that never
+ * finished (their documents, the worker consumers' state, and every kept log line naming them,
+ * also from pods the disruption replaced).
+ */
+async function explainDisruptedRun(run: DisruptedRun): Promise<void> {
   const db = mongo.db('tamp');
-  for (const jobId of jobIds.slice(0, 10)) {
+  const unsettled = run.creations.flatMap((creation) => creation.unsettled);
+  for (const jobId of unsettled.slice(0, 10)) {
     const admission = await db.collection('admissions').findOne({ _id: jobId as never });
     const job = await db
       .collection('jobs')
@@ -280,8 +293,43 @@ async function explainUnsettled(jobIds: string[]): Promise<void> {
       `unsettled ${jobId}: admission ${JSON.stringify(admission)}, job ${JSON.stringify(job)}`,
     );
   }
-  const about = await componentLogLines('job', /sweep failed|abandoned creation|not released/, 40);
-  console.log(`job pods on abandoned creations:\n${about.join('\n')}`);
+  if (unsettled.length > 0) {
+    const about = await componentLogLines(
+      'job',
+      /sweep failed|abandoned creation|not released/,
+      40,
+    );
+    console.log(`job pods on abandoned creations:\n${about.join('\n')}`);
+  }
+  if (run.unfinishedJobIds.length === 0) return;
+  console.log(`worker consumers: ${await workerConsumerStates()}`);
+  for (const jobId of run.unfinishedJobIds.slice(0, 3)) {
+    const job = await db
+      .collection('jobs')
+      .findOne({ _id: jobId as never }, { projection: { input: 0 } });
+    const lines = await podLogs.linesMentioning(jobId);
+    console.log(`unfinished ${jobId}: ${JSON.stringify(job)}\n${lines.join('\n')}`);
+  }
+}
+
+async function workerConsumerStates(): Promise<string> {
+  const nats = await connect({ servers: books.natsUrl, ignoreClusterUpdates: true });
+  try {
+    const manager = await jetstreamManager(nats);
+    const { streams, consumers } = createTopology('');
+    const states = [];
+    for (const name of ['worker-audio', 'worker-image', 'worker-text'] as const) {
+      const info = await manager.consumers.info(streams.jobs.name, consumers[name].durableName);
+      states.push(
+        `${name} pending ${info.num_pending}, ack pending ${info.num_ack_pending}, redelivered ${info.num_redelivered}, waiting ${info.num_waiting}`,
+      );
+    }
+    return states.join('; ');
+  } catch (error) {
+    return `not readable: ${String(error)}`;
+  } finally {
+    await nats.close();
+  }
 }
 
 /**
@@ -341,7 +389,7 @@ async function unfinishedJobsWhenAPodIsReplaced(): Promise<number> {
   return mongo
     .db('tamp')
     .collection('jobs')
-    .countDocuments({ status: { $in: ['queued', 'processing'] } });
+    .countDocuments({ status: { $in: ['created', 'pending', 'processing'] } });
 }
 
 /** A receiver that keeps every delivery (raw body and headers) and lists them on GET. */
@@ -440,6 +488,13 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       },
     });
     console.log(`cluster and Tamp ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    podLogs = new PodLogKeeper(
+      Array.from({ length: CLUSTER_NODES }, (_, index) =>
+        join(dataDir, 'cluster', index === 0 ? '' : `node-${index + 1}`, 'kubelet', 'pod-logs'),
+      ),
+      join(dataDir, 'kept-pod-logs'),
+    );
+    podLogs.start();
     const mongoPort = await tamp.cluster.expose(await dependencyIp('ferretdb'), 27017);
     mongo = new MongoClient(`mongodb://127.0.0.1:${mongoPort}/`, { directConnection: true });
     const natsPort = await tamp.cluster.expose(await dependencyIp('nats'), 4222);
@@ -459,6 +514,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
   }, 3_600_000);
 
   afterAll(async () => {
+    await podLogs?.stop();
     await mongo?.close();
     await tamp?.stop();
     if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
@@ -789,6 +845,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
         );
       },
     });
+    await explainDisruptedRun(run);
     expectNothingLostOrChargedTwice(run);
     // The replaced pod came back empty under its old name and caught up from the other two.
     await pollUntil(
@@ -845,6 +902,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       await watchBudgets;
       console.log(String(run.disruption));
       if (run.slowestCreationSec > 30) await printWarnings(['gateway', 'job', 'billing']);
+      await explainDisruptedRun(run);
       expectNothingLostOrChargedTwice(run);
       expect(budgets.breaches).toEqual([]);
       expect((await podsOn(node)).map((pod) => pod.metadata.name)).toEqual([]);
@@ -872,7 +930,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
     });
     // Jobs were queued or running when the first old pod went: the rollout had work to lose.
     expect(run.disruption).toBeGreaterThan(0);
-    await explainUnsettled(run.creations.flatMap((creation) => creation.unsettled));
+    await explainDisruptedRun(run);
     expectNothingLostOrChargedTwice(run);
 
     await expectEveryDeploymentRolled(generations);

@@ -24,6 +24,8 @@ export interface DisruptedRun {
   slowestCreationSec: number;
   /** What the disruption returned. */
   disruption: unknown;
+  /** Jobs still not terminal when the client stopped waiting: where to start looking. */
+  unfinishedJobIds: string[];
 }
 
 export async function loadDuring(
@@ -62,6 +64,9 @@ export async function loadDuring(
     options.drainMs,
   );
   log(`outcomes: ${JSON.stringify(summarizeOutcomes(finished))}`);
+  const unfinishedJobIds = finished
+    .filter((job) => job.status !== 'completed' && job.status !== 'failed')
+    .map((job) => job.jobId);
   const audited = await auditSettledBooks(books, creations, creditsBefore, 60_000);
   const slowestCreationSec = Math.max(...creations.map((creation) => creation.latencyMs)) / 1000;
   // What a slow creation met on each try (0 a network error, -1 this client's time-out).
@@ -74,7 +79,7 @@ export async function loadDuring(
     `${creations.length} creations, ${audited.jobs} jobs, ${audited.completed} completed, ` +
       `${audited.creditsCharged} credits charged, slowest creation ${slowestCreationSec.toFixed(1)} s`,
   );
-  return { creations, books: audited, slowestCreationSec, disruption };
+  return { creations, books: audited, slowestCreationSec, disruption, unfinishedJobIds };
 }
 
 /**
