@@ -251,8 +251,8 @@ async function startNatsCluster(dataDir: string, launch: Launch, size: number): 
  * guarded update (`{ _id, status, attempts }`) scans and decodes the whole collection, and the
  * cost of each write grows with the number of jobs (measured: 87 ms per guarded update at 3,000
  * jobs, and climbing). The PostgreSQL backend pushes equality filters down and stays at about
- * 2 ms. Neither backend applies an update atomically (both query, then write by `_id` in a
- * second step), so kit's connectMongo still serializes each owning service's operations.
+ * 2 ms. Both backends are built with Tamp's compare-and-set patches, so an update is atomic
+ * per document on either (docs/dependencies.md).
  */
 async function startMongoWire(dataDir: string, launch: Launch): Promise<string> {
   const postgresPort = await startPostgres(dataDir, launch);

@@ -1,3 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@tamp/scripts/infra/processes';
+import { toolPath } from '@tamp/scripts/infra/provision';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
@@ -88,64 +94,7 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
   });
 
   it('keeps guarded updates atomic across connections, as replicas of a service use it', async () => {
-    // A pool of its own: the serialization connectMongo may add plays no part here.
-    const pooled = new MongoClient(infrastructure.mongoUrl, { maxPoolSize: 25, minPoolSize: 25 });
-    try {
-      const accounts = pooled
-        .db(infrastructure.database)
-        .collection<{ _id: string; credits: number; spent: number }>('accounts');
-      await accounts.insertOne({ _id: 'acct_pool', credits: 10, spent: 0 });
-      const decrements = await Promise.all(
-        Array.from({ length: 25 }, () =>
-          accounts.updateOne(
-            { _id: 'acct_pool', credits: { $gte: 1 } },
-            { $inc: { credits: -1, spent: 1 } },
-          ),
-        ),
-      );
-      expect(decrements.filter((result) => result.modifiedCount === 1)).toHaveLength(10);
-      expect(await accounts.findOne({ _id: 'acct_pool' })).toEqual({
-        _id: 'acct_pool',
-        credits: 0,
-        spent: 10,
-      });
-
-      const jobs = pooled
-        .db(infrastructure.database)
-        .collection<{ _id: string; status: string }>('jobs');
-      await jobs.insertOne({ _id: 'job_pool', status: 'created' });
-      const claims = await Promise.all(
-        Array.from({ length: 20 }, (_, index) =>
-          jobs.findOneAndUpdate(
-            { _id: 'job_pool', status: 'created' },
-            { $set: { status: `claimed-${index}` } },
-          ),
-        ),
-      );
-      expect(claims.filter((claim) => claim !== null)).toHaveLength(1);
-
-      // A guarded delete racing an update of the field it guards on: one of the two runs
-      // first, so never both (a claim deleted although it was just handed to another job).
-      const racing = pooled
-        .db(infrastructure.database)
-        .collection<{ _id: string; jobId: string }>('claims');
-      const ids = Array.from({ length: 100 }, (_, index) => `claim_${index}`);
-      await racing.insertMany(ids.map((_id) => ({ _id, jobId: 'job_a' })));
-      const outcomes = await Promise.all(
-        ids.map(async (_id) => {
-          const [deleted, moved] = await Promise.all([
-            racing.deleteOne({ _id, jobId: 'job_a' }),
-            racing.updateOne({ _id }, { $set: { jobId: 'job_b' } }),
-          ]);
-          return { deleted: deleted.deletedCount, moved: moved.modifiedCount };
-        }),
-      );
-      expect(outcomes.filter((outcome) => outcome.deleted === 1 && outcome.moved === 1)).toEqual(
-        [],
-      );
-    } finally {
-      await pooled.close();
-    }
+    await expectAtomicAcrossConnections(infrastructure.mongoUrl, infrastructure.database);
   });
 
   it('lets exactly one of many concurrent guarded state transitions win', async () => {
@@ -180,3 +129,124 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     expect(await insertAllIfAbsent(usage, documents)).toBe(0);
   });
 });
+
+// The cluster's FerretDB (k8s/dependencies/ferretdb.yaml) runs the same binary on its SQLite
+// backend, which needs the same compare-and-set (scripts/infra/ferretdb/).
+describe("FerretDB's SQLite backend, as the local cluster runs it", () => {
+  let server: ChildProcess;
+  let stateDir: string;
+  let url: string;
+
+  beforeAll(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'kit-ferretdb-sqlite-'));
+    const port = await freePort();
+    server = spawn(
+      toolPath('ferretdb'),
+      [
+        '--handler=sqlite',
+        `--sqlite-url=file:${stateDir}/`,
+        `--state-dir=${stateDir}`,
+        `--listen-addr=127.0.0.1:${port}`,
+        '--debug-addr=-',
+        '--telemetry=disable',
+        '--log-level=error',
+      ],
+      { stdio: 'ignore' },
+    );
+    url = `mongodb://127.0.0.1:${port}/`;
+  });
+  afterAll(async () => {
+    server?.kill('SIGKILL');
+    if (stateDir !== undefined) await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it('keeps guarded updates atomic across connections, as replicas of a service use it', async () => {
+    // The driver waits for the server to listen (server selection).
+    await expectAtomicAcrossConnections(url, 'kit');
+  });
+});
+
+/**
+ * What replicas of one service rely on, over a pool of its own (the serialization connectMongo
+ * may add plays no part here): guarded updates, claims and guarded deletes each decided once,
+ * and no update lost to another one of the same document.
+ */
+async function expectAtomicAcrossConnections(url: string, database: string): Promise<void> {
+  const pooled = new MongoClient(url, { maxPoolSize: 25, minPoolSize: 25 });
+  try {
+    const accounts = pooled
+      .db(database)
+      .collection<{ _id: string; credits: number; spent: number }>('accounts');
+    await accounts.insertOne({ _id: 'acct_pool', credits: 10, spent: 0 });
+    const decrements = await Promise.all(
+      Array.from({ length: 25 }, () =>
+        accounts.updateOne(
+          { _id: 'acct_pool', credits: { $gte: 1 } },
+          { $inc: { credits: -1, spent: 1 } },
+        ),
+      ),
+    );
+    expect(decrements.filter((result) => result.modifiedCount === 1)).toHaveLength(10);
+    expect(await accounts.findOne({ _id: 'acct_pool' })).toEqual({
+      _id: 'acct_pool',
+      credits: 0,
+      spent: 10,
+    });
+
+    const jobs = pooled.db(database).collection<{ _id: string; status: string }>('jobs');
+    await jobs.insertOne({ _id: 'job_pool', status: 'created' });
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        jobs.findOneAndUpdate(
+          { _id: 'job_pool', status: 'created' },
+          { $set: { status: `claimed-${index}` } },
+        ),
+      ),
+    );
+    expect(claims.filter((claim) => claim !== null)).toHaveLength(1);
+
+    // A guarded delete racing an update of the field it guards on: one of the two runs
+    // first, so never both (a claim deleted although it was just handed to another job).
+    const racing = pooled.db(database).collection<{ _id: string; jobId: string }>('claims');
+    const ids = Array.from({ length: 100 }, (_, index) => `claim_${index}`);
+    await racing.insertMany(ids.map((_id) => ({ _id, jobId: 'job_a' })));
+    const outcomes = await Promise.all(
+      ids.map(async (_id) => {
+        const [deleted, moved] = await Promise.all([
+          racing.deleteOne({ _id, jobId: 'job_a' }),
+          racing.updateOne({ _id }, { $set: { jobId: 'job_b' } }),
+        ]);
+        return { deleted: deleted.deletedCount, moved: moved.modifiedCount };
+      }),
+    );
+    expect(outcomes.filter((outcome) => outcome.deleted === 1 && outcome.moved === 1)).toEqual([]);
+
+    // A worker's claim racing the write-behind confirmation of the job's publish (one update
+    // of many jobs by id): both changes stay. Lost, the job went back to `created` after its
+    // worker had claimed it, and that worker's completion was refused.
+    const queued = pooled
+      .db(database)
+      .collection<{ _id: string; status: string; workPublished: boolean }>('queued');
+    const jobIds = Array.from({ length: 100 }, (_, index) => `job_${index}`);
+    await queued.insertMany(
+      jobIds.map((_id) => ({ _id, status: 'created', workPublished: false })),
+    );
+    await Promise.all([
+      ...jobIds.map((_id) =>
+        queued.findOneAndUpdate({ _id, status: 'created' }, { $set: { status: 'pending' } }),
+      ),
+      ...[0, 25, 50, 75].map((from) =>
+        queued.updateMany(
+          { _id: { $in: jobIds.slice(from, from + 25) } },
+          { $set: { workPublished: true } },
+        ),
+      ),
+    ]);
+    const lost = await queued
+      .find({ $or: [{ status: 'created' }, { workPublished: false }] })
+      .toArray();
+    expect(lost).toEqual([]);
+  } finally {
+    await pooled.close();
+  }
+}
