@@ -17,7 +17,8 @@ import type { z } from 'zod';
  * A test double of the job service's worker-facing endpoints (`beginAttempt`, `completeJob`,
  * `failAttempt`), served over real NATS with state in memory. It follows the spec's transition
  * table: created → pending → processing; a failed attempt with attempts left → pending with
- * exponential backoff; the 4th failed attempt or a permanent error → failed; terminal jobs skip.
+ * exponential backoff; the 4th failed attempt or a permanent error → failed; terminal jobs skip,
+ * and a delivery older than the one running the job is superseded.
  */
 export interface DoubleJob {
   jobId: string;
@@ -57,9 +58,12 @@ export class JobServiceDouble {
       rpc.serve(jobEndpoints.beginAttempt, async ({ jobId, attempt }) => {
         this.enter(jobEndpoints.beginAttempt, `${jobId} ${attempt}`);
         const job = this.job(jobId);
+        const latest = Math.max(0, ...job.attempts);
         job.attempts.push(attempt);
         if (job.status === 'completed' || job.status === 'failed')
           return { action: 'skip' as const };
+        if (job.status === 'processing' && attempt < latest)
+          return { action: 'superseded' as const };
         if (attempt > LIMITS.attempts) {
           this.finish(job, 'failed', 'The job failed after all its attempts');
           return { action: 'failed' as const };

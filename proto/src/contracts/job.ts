@@ -118,6 +118,9 @@ export const jobEndpoints = {
    * Called when a worker receives a delivery. `attempt` is JetStream's delivery count.
    * `run`: the job is now `processing` (created→pending→processing or pending→processing).
    * `skip`: the job is already terminal (a redelivery); ack and do nothing.
+   * `superseded`: a later delivery of the same message runs the job: neither ack nor nak, for
+   * JetStream applies either to the message, so it would take the running delivery's lease
+   * away (an ack would delete the message under it); stop and let that delivery settle it.
    * `failed`: attempts are used up (e.g. the previous attempt's worker died); the job was
    * failed and refunded; ack.
    */
@@ -125,7 +128,10 @@ export const jobEndpoints = {
     'job',
     'begin-attempt',
     z.object({ jobId: z.string(), attempt: z.number().int().positive(), worker: z.string() }),
-    z.object({ action: z.enum(['run', 'skip', 'failed']), work: jobWorkMessage.optional() }),
+    z.object({
+      action: z.enum(['run', 'skip', 'superseded', 'failed']),
+      work: jobWorkMessage.optional(),
+    }),
   ),
   /** processing → completed, once; publishes `events.job.completed` and the notification. */
   completeJob: endpoint(

@@ -173,6 +173,9 @@ describe('worker transitions', () => {
     // The worker died; the lease lapsed; JetStream redelivers as delivery 2.
     expect((await begin(jobId, 2)).action).toBe('run');
     expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 2 });
+    // Delivery 1's worker was alive after all and asks again: delivery 2 holds the message now.
+    expect(await begin(jobId, 1)).toEqual({ action: 'superseded' });
+    expect(await stored(jobId)).toMatchObject({ status: 'processing', attempts: 2 });
     // Attempt 1 (lost) and 2, 3 failed: the 4th attempt is the last one.
     expect((await fail(jobId, 2)).status).toBe('pending');
     expect((await begin(jobId, 3)).action).toBe('run');

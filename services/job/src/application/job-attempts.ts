@@ -61,7 +61,7 @@ export class JobAttempts {
     jobId: string,
     attempt: number,
     worker: string,
-  ): Promise<{ action: 'run' | 'skip' | 'failed'; work?: JobWorkMessage }> {
+  ): Promise<{ action: 'run' | 'skip' | 'superseded' | 'failed'; work?: JobWorkMessage }> {
     const { jobs, clock, logger } = this;
     const started = await this.startCreated(jobId, attempt, worker);
     if (started !== null) return started;
@@ -76,6 +76,9 @@ export class JobAttempts {
       switch (decision.kind) {
         case 'skip':
           return { action: 'skip' };
+        case 'superseded':
+          logger.info({ jobId, attempt, worker }, 'delivery superseded by a later one');
+          return { action: 'superseded' };
         case 'resume':
           return { action: 'run', work: jobWorkOf(job) };
         case 'fail':

@@ -26,7 +26,8 @@ describe('begin decisions', () => {
 
   it('counts a lost attempt of a processing job', () => {
     expect(begin('processing', 1, 1)).toEqual({ kind: 'resume' });
-    expect(begin('processing', 2, 1)).toEqual({ kind: 'skip' });
+    // An older delivery than the running attempt's: left alone, never acknowledged.
+    expect(begin('processing', 2, 1)).toEqual({ kind: 'superseded' });
     expect(begin('processing', 1, 2)).toEqual({ kind: 'start', attempt: 2 });
     expect(begin('processing', 4, 5)).toMatchObject({ kind: 'fail', attempt: 4 });
     expect(begin('pending', 3, 5)).toMatchObject({ kind: 'fail', attempt: 4 });

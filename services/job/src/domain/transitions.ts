@@ -15,8 +15,10 @@ export interface AttemptState {
 }
 
 export type BeginDecision =
-  /** Terminal already, or a delivery older than the attempt that is running: ack, do nothing. */
+  /** Terminal already: ack, do nothing. */
   | { kind: 'skip' }
+  /** A delivery older than the attempt that is running: leave the message to that one. */
+  | { kind: 'superseded' }
   /** The same delivery asking again (e.g. a retried call): it is already running. */
   | { kind: 'resume' }
   /** Start attempt `attempt`; a `created` job is first claimed (`created → pending`). */
@@ -32,7 +34,7 @@ export function decideBegin(
   if (isTerminal(job.status)) return { kind: 'skip' };
   if (job.status === 'processing') {
     if (attempt === job.attempts) return { kind: 'resume' };
-    if (attempt < job.attempts) return { kind: 'skip' };
+    if (attempt < job.attempts) return { kind: 'superseded' };
   }
   // A `pending`/`created` job never goes back: a delivery number at or below the attempts
   // already made is a stale duplicate and simply gets the next number.

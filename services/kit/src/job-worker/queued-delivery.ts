@@ -70,6 +70,13 @@ export class QueuedDelivery {
         }),
       );
       if (begin === undefined) return;
+      if (begin.action === 'superseded') {
+        // The message's lease is the later delivery's now: an ack or nak from here would apply
+        // to the message and pull it from under that delivery.
+        this.log.info('delivery superseded by a later one; left to it');
+        this.settings.record('skipped');
+        return;
+      }
       if (begin.action !== 'run') {
         this.log.info({ action: begin.action }, 'delivery not run');
         await this.ack();

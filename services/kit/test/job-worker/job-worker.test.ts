@@ -36,24 +36,36 @@ afterAll(async () => {
   await nats.close();
 });
 
-function work(pipeline: 'text' | 'audio' = 'text'): JobWorkMessage {
+function uploadInput(contentType: string, filename: string): JobWorkMessage['input'] {
+  return {
+    kind: 'upload',
+    uploadId: 'upl_1',
+    key: 'uploads/acc_1/upl_1',
+    size: 10,
+    contentType,
+    filename,
+  };
+}
+
+function work(pipeline: 'text' | 'audio' | 'image' = 'text'): JobWorkMessage {
   const common = {
     jobId: `job_${randomUUID()}`,
     accountId: 'acc_1',
     createdAt: new Date().toISOString(),
   };
+  if (pipeline === 'image') {
+    return {
+      ...common,
+      pipeline,
+      input: uploadInput('image/png', 'a.png'),
+      operations: [{ type: 'encode', params: { format: 'jpeg', quality: 80, effort: 4 } }],
+    };
+  }
   if (pipeline === 'audio') {
     return {
       ...common,
       pipeline,
-      input: {
-        kind: 'upload',
-        uploadId: 'upl_1',
-        key: 'uploads/acc_1/upl_1',
-        size: 10,
-        contentType: 'audio/wav',
-        filename: 'a.wav',
-      },
+      input: uploadInput('audio/wav', 'a.wav'),
       operations: [{ type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } }],
     };
   }
@@ -90,7 +102,7 @@ const succeed: ProcessJob = async (job, { workDir }) => {
 
 async function start(
   processJob: ProcessJob,
-  extra: { consumer?: 'worker-text' | 'worker-audio' } = {},
+  extra: { consumer?: 'worker-text' | 'worker-audio' | 'worker-image' } = {},
 ) {
   return startJobWorker({
     rpc,
@@ -107,7 +119,7 @@ async function start(
   });
 }
 
-async function consumerState(name: 'worker-text' | 'worker-audio') {
+async function consumerState(name: 'worker-text' | 'worker-audio' | 'worker-image') {
   const manager = await jetstreamManager(nats);
   return manager.consumers.info(topology.streams.jobs.name, name);
 }
@@ -235,6 +247,37 @@ describe('startJobWorker', () => {
     const state = await settledConsumer('worker-text');
     expect(state.num_ack_pending).toBe(0);
     expect(state.num_pending).toBe(0);
+  });
+
+  it('leaves a delivery older than the running one alone: no ack, no nak, the message stays with that delivery', async () => {
+    // JetStream applies an ack or nak of any delivery to the message itself: an ack from a
+    // stale delivery deleted the message under the one running the job.
+    const message = work('image');
+    const job = jobService.create(message);
+    job.status = 'processing';
+    job.attempts.push(2);
+    let ran = false;
+    worker = await start(
+      async (...args) => {
+        ran = true;
+        return succeed(...args);
+      },
+      { consumer: 'worker-image' },
+    );
+    const { seq } = await jetstream(nats).publish(
+      topology.subjects.jobs.image,
+      JSON.stringify(message),
+      { msgID: message.jobId },
+    );
+    await jobService.until(() => job.attempts.length === 2);
+    // Acks and naks are sent without confirmation: give one time to land.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const state = await consumerState('worker-image');
+    await stopWorker();
+    await (await jetstreamManager(nats)).streams.deleteMessage(topology.streams.jobs.name, seq);
+    expect(job.attempts).toEqual([2, 1]);
+    expect(ran).toBe(false);
+    expect(state.num_ack_pending).toBe(1);
   });
 
   it('rejects a message that is not a job (terminated, never retried)', async () => {
