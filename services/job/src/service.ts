@@ -97,8 +97,8 @@ export async function startJobService(
   sweeper.start(settings.sweepIntervalMs);
   return {
     async stop() {
-      await sweeper.stop();
-      await endpoints.stop();
+      // Intake stops at once; a sweep pass under way ends at its next query meanwhile.
+      await Promise.all([sweeper.stop(), endpoints.stop()]);
       // Write-behind confirmations of the last requests, so a clean stop leaves no redo.
       await Promise.all([jobs.flush(), admissions.flush()]);
     },

@@ -360,6 +360,22 @@ describe('sweepers', () => {
     expect((await stored(jobId))?.workPublished).toBe(true);
   });
 
+  /**
+   * Passes as of `now` until the expiry walks reached its hour (a pass visits a few hours of a
+   * fresh process's week of look-back): what they expired together.
+   */
+  async function sweepCaughtUp(
+    now: Date,
+  ): Promise<{ expiredResults: number; expiredKeys: number }> {
+    const total = { expiredResults: 0, expiredKeys: 0 };
+    for (let pass = 0; pass < 40; pass++) {
+      const report = await harness.service.sweep(now);
+      total.expiredResults += report.expiredResults;
+      total.expiredKeys += report.expiredKeys;
+    }
+    return total;
+  }
+
   it('expires results 7 days after completion: object deleted, metrics kept', async () => {
     const uploadId = harness.addUpload(accountId, 'big.png', 6 * MB, 'image/png');
     const jobId = (
@@ -373,14 +389,14 @@ describe('sweepers', () => {
     expect((await getJob(jobId)).result?.outputUrl).toBeDefined();
 
     const hour = 60 * 60_000;
-    await harness.service.sweep(new Date(Date.now() + 23 * hour));
+    await sweepCaughtUp(new Date(Date.now() + 23 * hour));
     expect(await claims.countDocuments({ _id: `${accountId}:ret` as never })).toBe(1);
-    const early = await harness.service.sweep(new Date(Date.now() + 6 * 24 * hour));
+    const early = await sweepCaughtUp(new Date(Date.now() + 6 * 24 * hour));
     expect(early.expiredResults).toBe(0);
     expect(early.expiredKeys).toBeGreaterThanOrEqual(1);
     expect(await claims.countDocuments({ _id: `${accountId}:ret` as never })).toBe(0);
     expect(await harness.store.stat(key)).toBeDefined();
-    const report = await harness.service.sweep(new Date(Date.now() + 8 * 24 * hour));
+    const report = await sweepCaughtUp(new Date(Date.now() + 8 * 24 * hour));
     expect(report.expiredResults).toBeGreaterThanOrEqual(1);
 
     expect(await harness.store.stat(key)).toBeUndefined();

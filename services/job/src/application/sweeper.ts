@@ -23,6 +23,11 @@ const BATCH = 100;
 
 /** What a fresh process looks back over once: anything that expired while no sweeper ran. */
 const EXPIRY_LOOKBACK_MS = LIMITS.resultRetentionMs;
+/**
+ * Hour buckets one pass expires at most (ExpiryWalk): a fresh process walks its week of
+ * look-back over its first passes instead of in one, and nothing expires more than minutes late.
+ */
+const EXPIRY_BUCKETS_PER_PASS = 6;
 
 /** What expiring one hour bucket did: how many expired, and whether nothing is left in it. */
 interface BucketOutcome {
@@ -54,8 +59,10 @@ export interface SweeperCollaborators {
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
-  private readonly resultExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS);
-  private readonly keyExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS);
+  private readonly resultExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS, EXPIRY_BUCKETS_PER_PASS);
+  private readonly keyExpiry = new ExpiryWalk(EXPIRY_LOOKBACK_MS, EXPIRY_BUCKETS_PER_PASS);
+  /** Ends a pass between two queries once the service stops. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly collaborators: SweeperCollaborators) {}
 
@@ -69,9 +76,14 @@ export class Sweeper {
     this.timer.unref();
   }
 
+  /**
+   * Stops the timer and cuts the running pass short at its next query: a stopping service must
+   * not wait for a long pass (its requests would wait with it, past the shutdown's time-out).
+   */
   async stop(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    this.stopping.abort();
     await this.running?.catch(() => undefined);
   }
 
@@ -98,10 +110,12 @@ export class Sweeper {
     const keysCreatedBefore = new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs);
     return {
       expiredResults: await this.step('expiredResults', () =>
-        expireByHour(this.resultExpiry, now, (bucket) => this.expireResults(bucket, now)),
+        expireByHour(this.resultExpiry, now, this.stopping.signal, (bucket) =>
+          this.expireResults(bucket, now),
+        ),
       ),
       expiredKeys: await this.step('expiredKeys', () =>
-        expireByHour(this.keyExpiry, now, async (bucket) => ({
+        expireByHour(this.keyExpiry, now, this.stopping.signal, async (bucket) => ({
           expired: await this.collaborators.claims.deleteExpired(bucket, keysCreatedBefore),
           finished: true,
         })),
@@ -115,6 +129,7 @@ export class Sweeper {
   }
 
   private async step(name: keyof SweepReport, sweep: () => Promise<number>): Promise<number> {
+    if (this.stopping.signal.aborted) return 0;
     try {
       return await sweep();
     } catch (error) {
@@ -174,16 +189,24 @@ export class Sweeper {
   }
 }
 
-/** Expires every bucket `walk` says is due, oldest first, and moves the walk past finished ones. */
+/**
+ * Expires every bucket `walk` says is due, oldest first, and moves the walk past finished ones.
+ * A stop ends it between two buckets; the ones not visited count as unfinished.
+ */
 async function expireByHour(
   walk: ExpiryWalk,
   now: Date,
+  stopping: AbortSignal,
   expireBucket: (bucket: string) => Promise<BucketOutcome>,
 ): Promise<number> {
   const due = walk.due(now);
   let expired = 0;
   let firstUnfinished: string | undefined;
   for (const bucket of due) {
+    if (stopping.aborted) {
+      firstUnfinished ??= bucket;
+      break;
+    }
     const outcome = await expireBucket(bucket);
     expired += outcome.expired;
     if (!outcome.finished) firstUnfinished ??= bucket;

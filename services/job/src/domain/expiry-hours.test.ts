@@ -45,4 +45,14 @@ describe('ExpiryWalk', () => {
     walk.finishedBefore('2026-11-26T07', now);
     expect(walk.due(now)[0]).toBe('2026-11-26T08');
   });
+
+  it('visits at most maxBucketsPerPass hours a pass, oldest first, and catches up over the next', () => {
+    const walk = new ExpiryWalk(5 * HOUR, 3);
+    const now = at('2026-11-26T10:20:00Z');
+    expect(walk.due(now)).toEqual(['2026-11-26T05', '2026-11-26T06', '2026-11-26T07']);
+    walk.finishedBefore('2026-11-26T07', now);
+    expect(walk.due(now)).toEqual(['2026-11-26T07', '2026-11-26T08', '2026-11-26T09']);
+    walk.finishedBefore('2026-11-26T09', now);
+    expect(walk.due(now)).toEqual(['2026-11-26T09', '2026-11-26T10']);
+  });
 });

@@ -22,21 +22,36 @@ export function expiryHourOf(start: Date, lifetimeMs: number): string {
 /**
  * Which buckets a sweeper visits, remembering (in memory) the oldest one that may still hold
  * documents to expire, so a pass reads the current hours and not the whole history. A new
- * process looks back `lookbackMs` once, which covers everything that expired while no sweeper ran
- * for that long.
+ * process looks back `lookbackMs`, which covers everything that expired while no sweeper ran
+ * for that long, a few hours a pass (`maxBucketsPerPass`): a pass is one query per bucket, and
+ * where a filter on the bucket is not served from an index (FerretDB's SQLite backend, the local
+ * cluster's) the 169 hours of a week's look-back in one pass took minutes of a connection the
+ * process's requests wait on, at every restart.
  */
 export class ExpiryWalk {
   /** Start of the oldest bucket not known to be finished. */
   private oldestOpen: number | undefined;
 
-  constructor(private readonly lookbackMs: number) {}
+  constructor(
+    private readonly lookbackMs: number,
+    private readonly maxBucketsPerPass = Number.POSITIVE_INFINITY,
+  ) {}
 
-  /** Buckets due as of `now`, oldest first: every hour from the oldest open one to now's. */
+  /**
+   * Buckets due as of `now`, oldest first: every hour from the oldest open one to now's, at
+   * most `maxBucketsPerPass` of them (the later ones come in the next passes).
+   */
   due(now: Date): string[] {
     const current = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS;
     const from = this.oldestOpen ?? current - Math.ceil(this.lookbackMs / HOUR_MS) * HOUR_MS;
     const buckets: string[] = [];
-    for (let start = from; start <= current; start += HOUR_MS) buckets.push(hourBucketOf(start));
+    for (
+      let start = from;
+      start <= current && buckets.length < this.maxBucketsPerPass;
+      start += HOUR_MS
+    ) {
+      buckets.push(hourBucketOf(start));
+    }
     return buckets;
   }
 
