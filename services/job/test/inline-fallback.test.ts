@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -76,6 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([queuedWorker?.stop({ graceMs: 2_000 }), inlineServer?.stop({ graceMs: 0 })]);
   await harness.stop();
+  await rm(tempDir, { recursive: true, force: true });
 });
 
 /** Started on demand, so a test can look at a queued job before any worker takes it. */

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,32 +18,36 @@ import { startReceiver } from './support/loopback-receiver';
  */
 function selfSignedCertificate(name: string): { certificate: Buffer; privateKey: Buffer } {
   const directory = mkdtempSync(join(tmpdir(), 'tamp-tls-'));
-  const keyPath = join(directory, 'key.pem');
-  const certificatePath = join(directory, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyPath,
-      '-out',
-      certificatePath,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=DNS:${name}`,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { certificate: readFileSync(certificatePath), privateKey: readFileSync(keyPath) };
+  try {
+    const keyPath = join(directory, 'key.pem');
+    const certificatePath = join(directory, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        keyPath,
+        '-out',
+        certificatePath,
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${name}`,
+        '-addext',
+        `subjectAltName=DNS:${name}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    return { certificate: readFileSync(certificatePath), privateKey: readFileSync(keyPath) };
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
 }
 
 const { certificate, privateKey } = selfSignedCertificate('hooks.test');

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -18,6 +19,7 @@ const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);
 const logger = pino({ level: 'silent' });
 const subject = topology.subjects.inline.text;
+const tempDir = join(tmpdir(), `tamp-inline-test-${infrastructure.id}`);
 let nats: NatsConnection;
 let store: ObjectStore;
 let server: InlineWorkServer;
@@ -37,7 +39,7 @@ beforeAll(async () => {
     logger,
     metrics: new Registry(),
     concurrency: 4,
-    tempDir: join(tmpdir(), `tamp-inline-test-${infrastructure.id}`),
+    tempDir,
   });
   await nats.flush();
 });
@@ -46,6 +48,7 @@ afterAll(async () => {
   const manager = await jetstreamManager(nats);
   for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
   await nats.close();
+  await rm(tempDir, { recursive: true, force: true });
 });
 
 function work(): JobWorkMessage {

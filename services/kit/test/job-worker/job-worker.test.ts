@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -34,6 +34,7 @@ afterAll(async () => {
   const manager = await jetstreamManager(nats);
   for (const stream of Object.values(topology.streams)) await manager.streams.delete(stream.name);
   await nats.close();
+  await rm(tempDir, { recursive: true, force: true });
 });
 
 function uploadInput(contentType: string, filename: string): JobWorkMessage['input'] {
