@@ -63,11 +63,14 @@ export interface OutcomeSummary {
   unfinishedJobs: string[];
 }
 
+/** Jobs the client saw neither completed nor failed. */
+export function unfinishedOf(finished: readonly FinishedJob[]): FinishedJob[] {
+  return finished.filter((job) => job.status !== 'completed' && job.status !== 'failed');
+}
+
 export function summarizeOutcomes(finished: readonly FinishedJob[]): OutcomeSummary {
   const failures = finished.filter((job) => job.status === 'failed');
-  const unfinished = finished.filter(
-    (job) => job.status !== 'completed' && job.status !== 'failed',
-  );
+  const unfinished = unfinishedOf(finished);
   return {
     completed: finished.filter((job) => job.status === 'completed').length,
     failed: failures.length,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { createTopology, creditCost } from '@tamp/proto';
+import { createTopology, creditCost, WORKER_SERVICES } from '@tamp/proto';
 import {
   RELEASE,
   startTampCluster,
@@ -271,11 +271,6 @@ async function capturePods(moment: string): Promise<void> {
 }
 
 /**
- * What the store and the job pods say about creations answered with outcome unknown that reads
- * never settled: each one's admission (open, and until when) and job (a tombstone, stored, or
- * none), and what the job service logged about settling abandoned creations. Printed only.
- */
-/**
  * Where a disrupted run's loose ends stand, printed before its books are asserted: creations of
  * unknown outcome (their admissions and the job pods' reconciler lines), and jobs that never
  * finished (their documents, the worker consumers' state, and every kept log line naming them,
@@ -318,7 +313,7 @@ async function workerConsumerStates(): Promise<string> {
     const manager = await jetstreamManager(nats);
     const { streams, consumers } = createTopology('');
     const states = [];
-    for (const name of ['worker-audio', 'worker-image', 'worker-text'] as const) {
+    for (const name of Object.values(WORKER_SERVICES)) {
       const info = await manager.consumers.info(streams.jobs.name, consumers[name].durableName);
       states.push(
         `${name} pending ${info.num_pending}, ack pending ${info.num_ack_pending}, redelivered ${info.num_redelivered}, waiting ${info.num_waiting}`,
@@ -488,12 +483,7 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
       },
     });
     console.log(`cluster and Tamp ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    podLogs = new PodLogKeeper(
-      Array.from({ length: CLUSTER_NODES }, (_, index) =>
-        join(dataDir, 'cluster', index === 0 ? '' : `node-${index + 1}`, 'kubelet', 'pod-logs'),
-      ),
-      join(dataDir, 'kept-pod-logs'),
-    );
+    podLogs = new PodLogKeeper(tamp.cluster.podLogDirs, join(dataDir, 'kept-pod-logs'));
     podLogs.start();
     const mongoPort = await tamp.cluster.expose(await dependencyIp('ferretdb'), 27017);
     mongo = new MongoClient(`mongodb://127.0.0.1:${mongoPort}/`, { directConnection: true });

@@ -6,7 +6,7 @@ import {
   type BooksSource,
   violations,
 } from '@tamp/scripts/load/accounting';
-import { summarizeOutcomes } from '@tamp/scripts/load/report';
+import { summarizeOutcomes, unfinishedOf } from '@tamp/scripts/load/report';
 import { type Creation, drainJobs, runTraffic } from '@tamp/scripts/load/traffic';
 import { type JobKindName, prepareWorkload } from '@tamp/scripts/load/workload';
 import { expect } from 'vitest';
@@ -64,9 +64,7 @@ export async function loadDuring(
     options.drainMs,
   );
   log(`outcomes: ${JSON.stringify(summarizeOutcomes(finished))}`);
-  const unfinishedJobIds = finished
-    .filter((job) => job.status !== 'completed' && job.status !== 'failed')
-    .map((job) => job.jobId);
+  const unfinishedJobIds = unfinishedOf(finished).map((job) => job.jobId);
   const audited = await auditSettledBooks(books, creations, creditsBefore, 60_000);
   const slowestCreationSec = Math.max(...creations.map((creation) => creation.latencyMs)) / 1000;
   // What a slow creation met on each try (0 a network error, -1 this client's time-out).

@@ -20,6 +20,7 @@ import {
   kubeletConfig,
   kubeProxyConfig,
   type NodePaths,
+  podLogsDirOf,
 } from './node-config';
 import { CLIENT_IDENTITIES, kubeletIdentity } from './pki';
 import {
@@ -57,6 +58,8 @@ export interface RunningCluster {
   nodeNetns: string[];
   /** The nodes' names, the first node's first. */
   nodeNames: string[];
+  /** Each node's folder of container logs, the first node's first. */
+  podLogDirs: string[];
   /** Every process the launcher started. */
   pids(): number[];
   /** Forwards a loopback port of the host to `host:port` inside the cluster (a Service IP). */
@@ -223,6 +226,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
       netns: first.netns,
       nodeNetns: sites.map((site) => site.netns),
       nodeNames: sites.map((site) => site.node.name),
+      podLogDirs: sites.map((site) => podLogsDirOf(site.paths)),
       pids: () => [...launched.map((server) => server.child.pid!), ...recorded],
       expose: (host, port, localPort) => relay!.expose(host, port, localPort),
       importImages: async (archives) => {

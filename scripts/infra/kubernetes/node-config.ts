@@ -144,6 +144,11 @@ export function cniConfig(paths: NodePaths, networkName: string, podRange: strin
  * The kubelet's configuration for this machine: cgroup v1 (hybrid) accepted, cgroupfs, no QoS
  * cgroups (it may not create them here), every directory in the data folder.
  */
+/** Where a node's kubelet writes its containers' logs (one folder per pod). */
+export function podLogsDirOf(paths: Pick<NodePaths, 'kubeletDir'>): string {
+  return `${paths.kubeletDir}/pod-logs`;
+}
+
 export function kubeletConfig(paths: NodePaths, node: ClusterNode): string {
   return stringify({
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
@@ -169,7 +174,7 @@ export function kubeletConfig(paths: NodePaths, node: ClusterNode): string {
     clusterDNS: [CLUSTER_NETWORK.dnsAddress],
     clusterDomain: CLUSTER_NETWORK.clusterDomain,
     resolvConf: paths.resolvConf,
-    podLogsDir: `${paths.kubeletDir}/pod-logs`,
+    podLogsDir: podLogsDirOf(paths),
     volumePluginDir: `${paths.kubeletDir}/volume-plugins`,
     containerRuntimeEndpoint: `unix://${paths.containerdSocket}`,
     imageServiceEndpoint: `unix://${paths.containerdSocket}`,

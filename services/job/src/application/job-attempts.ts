@@ -75,10 +75,8 @@ export class JobAttempts {
       const decision = decideBegin(job, attemptOf(job, attempt), LIMITS.attempts);
       switch (decision.kind) {
         case 'skip':
-          return { action: 'skip' };
         case 'superseded':
-          logger.info({ jobId, attempt, worker }, 'delivery superseded by a later one');
-          return { action: 'superseded' };
+          return { action: decision.kind };
         case 'resume':
           return { action: 'run', work: jobWorkOf(job) };
         case 'fail':
