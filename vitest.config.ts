@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { TOOLS_BIN } from './scripts/infra/provision';
 
 /**
  * Five projects, named for what a test needs (docs/testing.md):
@@ -16,6 +17,9 @@ import { defineConfig } from 'vitest/config';
  * (test/setup/global-infra.ts). `npm test` runs all five.
  */
 const WITH_SERVERS = ['test/setup/global-infra.ts'];
+// The pinned tools before the machine's own, for the tests' own runs of them: ffmpeg and ffprobe
+// are static builds (scripts/infra/tools.json, `wheels`) that the audio worker runs too.
+process.env.PATH = `${TOOLS_BIN}:${process.env.PATH ?? ''}`;
 /** Adapters meet the outside world (ffmpeg, sharp, pdf.js, worker threads): not unit tests. */
 const ADAPTER_TESTS = 'services/*/src/adapters/**/*.test.ts';
 

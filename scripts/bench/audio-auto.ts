@@ -22,6 +22,7 @@ import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffm
 import { runTool } from '../../services/worker-audio/src/adapters/tool-process';
 import { generateMusicFixture } from '../fixtures/music';
 import { generateSpeechFixture, PODCAST_SPEECH } from '../fixtures/speech';
+import { toolCommand } from '../infra/provision';
 import { cpuSecondsOf } from './process-cpu';
 
 const MODES: { name: string; encode: AudioEncodeOperation }[] = [
@@ -63,7 +64,7 @@ async function clips(dir: string, files: readonly string[]): Promise<[string, st
   for (const file of files) {
     // Jobs take WAV and MP3 only: other recordings are decoded first.
     const wav = join(dir, `${basename(file)}.wav`);
-    await runTool(process.env.FFMPEG_PATH ?? 'ffmpeg', [
+    await runTool(toolCommand('ffmpeg'), [
       ...['-nostdin', '-loglevel', 'error', '-y', '-i', `file:${file}`],
       ...['-c:a', 'pcm_s16le', `file:${wav}`],
     ]);

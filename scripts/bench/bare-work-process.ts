@@ -15,6 +15,7 @@ import { configureSharp } from '../../services/worker-image/src/adapters/sharp-r
 import { configSchema as imageWorkerConfig } from '../../services/worker-image/src/config';
 import { MemoryBudget } from '../../services/worker-image/src/domain/memory-budget';
 import { runTextPipeline } from '../../services/worker-text/src/domain/pipeline';
+import { audioWorkerToolEnv } from '../stack/services';
 import { cpuSecondsOf } from './process-cpu';
 
 export interface BareWorkTask {
@@ -78,8 +79,12 @@ async function imageJob(task: BareWorkTask): Promise<RunJob> {
 /** The audio worker's ffmpeg runner: probe, measuring passes, encode, output loudness. */
 async function audioJob(task: BareWorkTask): Promise<RunJob> {
   const operations = resolveChain('audio', audioJobBody.parse(task.body));
-  // ffmpeg and ffprobe found as the worker finds them (FFMPEG_PATH, FFPROBE_PATH, else PATH).
-  const runner = createFfmpegRunner();
+  // The ffmpeg and ffprobe the stack's worker is given.
+  const tools = audioWorkerToolEnv();
+  const runner = createFfmpegRunner({
+    ffmpegPath: tools.FFMPEG_PATH,
+    ffprobePath: tools.FFPROBE_PATH,
+  });
   return async () => {
     await runner.processAudio({
       inputPath: task.inputPath,

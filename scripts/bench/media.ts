@@ -15,7 +15,6 @@
  *   BENCH_IMAGE_RUNS=10 BENCH_AUDIO_RUNS=5 BENCH_AUDIO_SECONDS=60 (defaults)
  */
 import { execFile as execFileCallback } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +23,7 @@ import sharp from 'sharp';
 import { encodeSettingsFor } from '../../services/worker-image/src/domain/encode-settings';
 import { photo } from '../fixtures/media';
 import { generateLongWav } from '../fixtures/speech';
-import { toolPath } from '../infra/provision';
+import { toolCommand } from '../infra/provision';
 import { type BenchStack, dataOf, startBenchStack, uploadBytes } from './bench-stack';
 
 const execFile = promisify(execFileCallback);
@@ -93,7 +92,7 @@ async function main(): Promise<void> {
       if (job.status !== 'completed') throw new Error(`audio job: ${JSON.stringify(job)}`);
       processingMs.push(Number(job.result?.metrics.processingMs));
     };
-    const ffmpeg = existsSync(toolPath('ffmpeg')) ? toolPath('ffmpeg') : 'ffmpeg';
+    const ffmpeg = toolCommand('ffmpeg');
     const outPath = join(scratch, 'out.ogg');
     const ffmpegDirect = async () => {
       await execFile(ffmpeg, [

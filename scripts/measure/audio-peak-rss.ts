@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createFfmpegRunner } from '../../services/worker-audio/src/adapters/ffmpeg-runner';
 import { SPEC_PRESET_CHAINS } from '../fixtures/audio-operations';
 import { generateLongWav } from '../fixtures/speech';
-import { provisionTools, toolPath } from '../infra/provision';
+import { provisionTools, toolCommand, toolPath } from '../infra/provision';
 
 const seconds = Number(process.argv[2] ?? 567);
 const presetName = process.argv[3] ?? 'aggressive';
@@ -24,7 +24,7 @@ try {
   await generateLongWav(input, seconds);
   const rssLog = join(dir, 'ffmpeg-rss.log');
   const wrapper = join(dir, 'ffmpeg-timed.sh');
-  const ffmpeg = process.env.FFMPEG_PATH ?? 'ffmpeg';
+  const ffmpeg = toolCommand('ffmpeg');
   await writeFile(
     wrapper,
     `#!/bin/sh\nexec '${toolPath('time')}' -a -o '${rssLog}' -f '%M' '${ffmpeg}' "$@"\n`,

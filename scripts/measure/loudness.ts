@@ -5,12 +5,13 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { toolCommand } from '../infra/provision';
 
 const run = promisify(execFile);
 
 export async function integratedLoudness(
   path: string,
-  ffmpegPath = process.env.FFMPEG_PATH ?? 'ffmpeg',
+  ffmpegPath = toolCommand('ffmpeg'),
 ): Promise<number> {
   const args = ['-nostdin', '-hide_banner', '-i', `file:${path}`];
   const analysis = ['-af', 'loudnorm=print_format=json', '-f', 'null', '-'];

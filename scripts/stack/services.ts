@@ -6,7 +6,7 @@ import { recommendedImageWorkerEnv } from '../../services/worker-image/src/adapt
 import { bundleServices } from '../build/bundle';
 import type { InfrastructureEndpoints } from '../infra/launcher';
 import { freePort, httpOk, spawnOwned, stopProcess } from '../infra/processes';
-import { PROJECT_ROOT } from '../infra/provision';
+import { PROJECT_ROOT, toolPath } from '../infra/provision';
 import { startRoundRobinProxy } from './round-robin-proxy';
 
 import { SERVICE_NAMES, type ServiceName } from './service-names';
@@ -82,7 +82,7 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
     SERVICE_NAMES.flatMap((name) =>
       gatewayPorts.map(async (ports, index) => {
         const opsPort = await freePort();
-        const ownEnv = name === 'worker-image' ? imageWorkerAllocatorEnv() : {};
+        const ownEnv = SERVICE_OWN_ENV[name]?.() ?? {};
         return new SupervisedService(
           name,
           index + 1,
@@ -159,6 +159,17 @@ async function gatewayPortsOf(
       ADMIN_PORT: String(await freePort()),
     })),
   );
+}
+
+/** What a worker finds in its container image, provided here. */
+const SERVICE_OWN_ENV: Partial<Record<ServiceName, () => Record<string, string>>> = {
+  'worker-image': imageWorkerAllocatorEnv,
+  'worker-audio': audioWorkerToolEnv,
+};
+
+/** The pinned static ffmpeg and ffprobe (scripts/infra/tools.json, `wheels`), not the machine's. */
+export function audioWorkerToolEnv(): { FFMPEG_PATH: string; FFPROBE_PATH: string } {
+  return { FFMPEG_PATH: toolPath('ffmpeg'), FFPROBE_PATH: toolPath('ffprobe') };
 }
 
 /**

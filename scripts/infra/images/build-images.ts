@@ -16,7 +16,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 import { SERVICE_NAMES, type ServiceName } from '../../stack/service-names';
-import { PROJECT_ROOT, provisionTools, TOOLS_DIR, toolPath } from '../provision';
+import {
+  PROJECT_ROOT,
+  provisionTools,
+  TOOLS_DIR,
+  toolPath,
+  WHEEL_BINARIES_DIR,
+} from '../provision';
 
 const execFile = promisify(execFileCallback);
 type Log = (message: string) => void;
@@ -267,6 +273,9 @@ export function serviceImage(service: ServiceName, tag: string): string {
   return `${IMAGE_REPOSITORY}-${service}:${tag}`;
 }
 
+/** The worker-audio image's build context `audio-tools` (docker/worker-audio.Dockerfile). */
+const AUDIO_TOOLS = ['ffmpeg', 'ffprobe'];
+
 /** Builds the Dockerfile of each service with buildah and exports it as an OCI archive. */
 export async function buildServiceImages(options: {
   tag: string;
@@ -274,12 +283,13 @@ export async function buildServiceImages(options: {
   log?: Log;
 }): Promise<BuiltImage[]> {
   const log = options.log ?? ((message: string) => console.error(message));
-  await provisionTools('images', log);
+  const services = options.services ?? SERVICE_NAMES;
+  await provisionTools(['images', ...(services.includes('worker-audio') ? AUDIO_TOOLS : [])], log);
   const tools = await readImageTools();
   const node = await nodeBase(tools, log);
   const mounts = await hostTrustMounts();
   const built: BuiltImage[] = [];
-  for (const service of options.services ?? SERVICE_NAMES) {
+  for (const service of services) {
     const name = serviceImage(service, options.tag);
     const started = Date.now();
     await buildah(
@@ -296,6 +306,9 @@ export async function buildServiceImages(options: {
         `SERVICE=${service}`,
         '--build-arg',
         'TARGETARCH=amd64',
+        ...(service === 'worker-audio'
+          ? ['--build-context', `audio-tools=${WHEEL_BINARIES_DIR}`]
+          : []),
         '--file',
         DOCKERFILES[service],
         '--tag',

@@ -10,9 +10,10 @@ import { commandCpuMs, meanCpuCost, type ToolRun, timedTools } from './support/j
 /**
  * What one audio job costs in CPU (the worker and every ffmpeg/ffprobe it starts), against one
  * plain ffmpeg command that runs the job's final filters and encode. Inputs as the job-cost
- * bench makes them: looped espeak speech, mono 44.1 kHz WAV. Every process costs ~60 ms before
- * it reads a byte (README, "Cost per job"), so the processes a job starts are what is pinned;
- * the printed table is the README's.
+ * bench makes them: looped espeak speech, mono 44.1 kHz WAV. Each process of Debian's ffmpeg
+ * costs ~60 ms before it reads a byte, the pinned static build's ~1 ms (README, "Cost per job");
+ * the processes a job starts are what is pinned, and the printed table is the README's. ffmpeg
+ * and ffprobe are the ones on PATH, the pinned pair first (vitest.config.ts).
  */
 
 /** ffprobe; silences + level estimate; -16 LUFS at two gains, each through the compressor; the

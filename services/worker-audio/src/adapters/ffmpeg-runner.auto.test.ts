@@ -5,6 +5,7 @@ import { AUDIO_AUTO_ENCODINGS, type AudioOperation } from '@tamp/proto';
 import { op } from '@tamp/scripts/fixtures/audio-operations';
 import { encodeMp3, generateMusicFixture, type MusicKind } from '@tamp/scripts/fixtures/music';
 import { generateSpeechFixture, PODCAST_SPEECH } from '@tamp/scripts/fixtures/speech';
+import { toolCommand } from '@tamp/scripts/infra/provision';
 import { integratedLoudness } from '@tamp/scripts/measure/loudness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseAutoEncoding } from '../domain/auto-encoding';
@@ -40,7 +41,7 @@ beforeAll(async () => {
   const wrapper = join(dir, 'ffmpeg-logged');
   await writeFile(
     wrapper,
-    `#!/bin/sh\nfor a in "$@"; do printf '%s\\t' "$a"; done >> '${commandLog}'\necho >> '${commandLog}'\nexec ${process.env.FFMPEG_PATH ?? 'ffmpeg'} "$@"\n`,
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\t' "$a"; done >> '${commandLog}'\necho >> '${commandLog}'\nexec ${toolCommand('ffmpeg')} "$@"\n`,
   );
   await chmod(wrapper, 0o755);
   runner = createFfmpegRunner({ ffmpegPath: wrapper });

@@ -1,8 +1,9 @@
+import { toolCommand } from '@tamp/scripts/infra/provision';
 import { describe, expect, it } from 'vitest';
 import { ProcessingAbortedError, ToolFailedError, ToolNotFoundError } from '../domain/errors';
 import { runTool } from './tool-process';
 
-const ffmpeg = process.env.FFMPEG_PATH ?? 'ffmpeg';
+const ffmpeg = toolCommand('ffmpeg');
 
 describe('runTool', () => {
   it('reports a missing executable as ToolNotFoundError', async () => {

@@ -93,6 +93,17 @@ describe('silenceDetectCollector', () => {
     ]);
   });
 
+  it('reads the instance names ffmpeg 7 and later print (Parsed_silencedetect_<n>)', () => {
+    const log = [
+      '[Parsed_silencedetect_1 @ 0x7f] silence_start: 1',
+      '[Parsed_silencedetect_1 @ 0x7f] silence_end: 2.000021 | silence_duration: 1.000021',
+      '[Parsed_volume_2 @ 0x7f] silence_start: 5',
+    ].join('\n');
+    expect(feed(silenceDetectCollector(), log).intervals).toEqual([
+      { startSec: 1, endSec: 2.000021 },
+    ]);
+  });
+
   it('clamps the small negative start ffmpeg reports for a silence at time zero', () => {
     const log =
       '[silencedetect @ 0x5] silence_start: -0.00133\n[silencedetect @ 0x5] silence_end: 1';

@@ -100,13 +100,19 @@ export function ebur128SummaryCollector(): LineCollector<LoudnessSummary> {
   };
 }
 
+/**
+ * The silencedetect filter's prefix: `[silencedetect @ 0x…]` up to ffmpeg 6, the instance name
+ * `[Parsed_silencedetect_<n> @ 0x…]` from ffmpeg 7 (the pinned build is 9).
+ */
+const SILENCEDETECT_LINE = /\[(?:Parsed_)?silencedetect(?:_\d+)? @ /;
+
 /** Reads `silence_start` / `silence_end` lines of the silencedetect filter. */
 export function silenceDetectCollector(): LineCollector<SilenceMap> {
   const intervals: SilentInterval[] = [];
   let openStart: number | null = null;
   return {
     accept(line) {
-      if (!line.includes('[silencedetect @')) return;
+      if (!SILENCEDETECT_LINE.test(line)) return;
       const start = /silence_start:\s*(-?[\d.]+(?:e[-+]?\d+)?)/.exec(line);
       if (start?.[1]) {
         openStart = Math.max(0, Number.parseFloat(start[1]));

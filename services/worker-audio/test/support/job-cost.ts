@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { toolCommand } from '@tamp/scripts/infra/provision';
 import { runTool } from '../../src/adapters/tool-process';
 
 /**
@@ -91,8 +92,8 @@ export async function timedTools(dir: string): Promise<TimedTools> {
     return path;
   };
   return {
-    ffmpegPath: await wrapper('ffmpeg', process.env.FFMPEG_PATH ?? 'ffmpeg'),
-    ffprobePath: await wrapper('ffprobe', process.env.FFPROBE_PATH ?? 'ffprobe'),
+    ffmpegPath: await wrapper('ffmpeg', toolCommand('ffmpeg')),
+    ffprobePath: await wrapper('ffprobe', toolCommand('ffprobe')),
     async takeRuns() {
       const text = await readFile(log, 'utf8').catch(() => '');
       await rm(log, { force: true });

@@ -1,11 +1,10 @@
 import { execFile as execFileCallback } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { ImageEncodeParams, ImageOperation } from '@tamp/proto';
 import { imageOperationSchema } from '@tamp/proto';
 import { ImageFixtures } from '@tamp/scripts/fixtures/images';
-import { toolPath } from '@tamp/scripts/infra/provision';
+import { toolCommand } from '@tamp/scripts/infra/provision';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBudget } from '../domain/memory-budget';
@@ -13,7 +12,7 @@ import { type ImageResult, processImage } from './sharp-pipeline';
 
 const execFile = promisify(execFileCallback);
 const MEMORY = new MemoryBudget(320 * 1024 * 1024);
-const FFMPEG = existsSync(toolPath('ffmpeg')) ? toolPath('ffmpeg') : 'ffmpeg';
+const FFMPEG = toolCommand('ffmpeg');
 /**
  * How far ffmpeg's SSIM may fall below the target: ffmpeg scores 8×8 blocks on a 4-pixel grid,
  * the worker 11×11 windows at every pixel, and smaller windows judge the sensor noise these
