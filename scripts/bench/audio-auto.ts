@@ -79,7 +79,10 @@ async function main(): Promise<void> {
   });
   const runs = Number(values.runs);
   const dir = await mkdtemp(join(tmpdir(), 'tamp-bench-audio-auto-'));
-  const runner = createFfmpegRunner();
+  const runner = createFfmpegRunner({
+    ffmpegPath: toolCommand('ffmpeg'),
+    ffprobePath: toolCommand('ffprobe'),
+  });
   try {
     console.log(
       '| Clip | Input bytes | Class (pauses, modulation dB, beat, correlation) | Mode | Settings | Bytes | CPU ms |',

@@ -31,7 +31,7 @@ try {
   );
   await chmod(wrapper, 0o755);
 
-  const runner = createFfmpegRunner({ ffmpegPath: wrapper });
+  const runner = createFfmpegRunner({ ffmpegPath: wrapper, ffprobePath: toolCommand('ffprobe') });
   const rssBefore = process.memoryUsage().rss;
   const started = performance.now();
   let heartbeats = 0;
