@@ -1,10 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { photo, speechWav } from '@tamp/scripts/fixtures/media';
+import { photo } from '@tamp/scripts/fixtures/media';
+import { generateLongWav } from '@tamp/scripts/fixtures/speech';
 import { freePort, httpOk, spawnOwned, stopProcess } from '@tamp/scripts/infra/processes';
 import { toolPath } from '@tamp/scripts/infra/provision';
 import { SERVICE_NAMES } from '@tamp/scripts/stack/services';
@@ -206,7 +207,11 @@ describe('Prometheus scraping the stack', () => {
     });
     expect(broken.status).toBe('failed');
     // worker-audio takes one job at a time: the others wait in its consumer, a backlog to see.
-    const wav = await speechWav();
+    // A minute of speech each, so the backlog outlives a 1 s scrape: the static ffmpeg takes a
+    // few seconds of speech through `podcast` in a fifth of a second.
+    const wavPath = join(dataDir, 'speech-minute.wav');
+    await generateLongWav(wavPath, 60);
+    const wav = await readFile(wavPath);
     const audio = await Promise.all(
       Array.from({ length: AUDIO_JOBS }, async (_, index) => {
         const audioId = await uploadFile(stack, account.apiKey, `speech-${index}.wav`, wav);

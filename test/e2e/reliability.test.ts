@@ -218,7 +218,9 @@ async function consumedSpeechUpload(): Promise<{ audioId: string; key: string; b
 describe('a worker killed mid-job', () => {
   it('still completes the job exactly once: one completed event, one reservation, no refund', async () => {
     const wavPath = join(scratch, 'long.wav');
-    await generateLongWav(wavPath, 120);
+    // Long enough to be running when the kill comes: the static ffmpeg takes a `lecture` job
+    // through 120 s of speech in about 1.6 s.
+    await generateLongWav(wavPath, 480);
     const audioId = await uploadFile(stack, account.apiKey, 'long.wav', await readFile(wavPath));
     const creditsBefore = await credits();
     const jobId = await createAudioJob(audioId, 'lecture');

@@ -638,7 +638,9 @@ describe(`Tamp on a real Kubernetes cluster of ${CLUSTER_NODES} node(s)`, () => 
 
   it('completes a job exactly once, charged once, when its worker pod is force-deleted mid-job', async () => {
     const wav = join(dataDir, 'long.wav');
-    await generateLongWav(wav, 120);
+    // Long enough to be running when the pod goes: the static ffmpeg takes a `lecture` job
+    // through 120 s of speech in about 3 s of CPU, which the delete below did not catch.
+    await generateLongWav(wav, 480);
     const wavBytes = await readFile(wav);
     const audioId = await upload('long.wav', wavBytes);
     const before = await credits();
