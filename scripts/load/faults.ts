@@ -169,12 +169,48 @@ async function killJobServiceMidCreation(stack: BenchStack, probe: Probe): Promi
  * on the other two (a new leader, the stream's replicas). The node is restarted once it has, and
  * is back when its JetStream has caught up with the cluster (its /healthz).
  */
+/** The NATS nodes each stack has had killed as the JOBS leader, so a second kill hits another. */
+const killedJobsLeaders = new WeakMap<BenchStack, Set<NatsNodeName>>();
+
 async function killJobsStreamLeader(stack: BenchStack, probe: Probe): Promise<FaultOutcome> {
-  const leader = await jobsStreamLeader(stack);
+  const killedBefore = killedJobsLeaders.get(stack) ?? new Set<NatsNodeName>();
+  killedJobsLeaders.set(stack, killedBefore);
+  const leader = await jobsStreamLeaderOtherThan(stack, killedBefore);
   process.kill(serverPid(stack, leader), 'SIGKILL');
+  killedBefore.add(leader);
   const recoverySec = await probe.untilHealthy();
   await stack.infrastructure.servers[leader]?.restart();
   return { fault: 'kill-nats-jobs-leader', killedNode: leader, recoverySec };
+}
+
+/**
+ * The JOBS leader once it is none of `avoid`. A restarted node may win the stream's leadership
+ * back (the CI run at be283c8 killed the same node twice), so the leader is asked to step down
+ * until another node leads; bounded, like every loop of the load tests.
+ */
+async function jobsStreamLeaderOtherThan(
+  stack: BenchStack,
+  avoid: ReadonlySet<NatsNodeName>,
+): Promise<NatsNodeName> {
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    const leader = await jobsStreamLeader(stack);
+    if (!avoid.has(leader)) return leader;
+    if (performance.now() > deadline) throw new Error(`${leader} still leads JOBS after 30 s`);
+    await stepDownJobsStreamLeader(stack);
+    await sleep(1_000);
+  }
+}
+
+/** JetStream's stream leader step-down ($JS.API.STREAM.LEADER.STEPDOWN), which nats.js does not wrap. */
+async function stepDownJobsStreamLeader(stack: BenchStack): Promise<void> {
+  const nats = await connect({ servers: stack.infrastructure.natsUrl.split(',') });
+  try {
+    const stream = createTopology('').streams.jobs.name;
+    await nats.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 });
+  } finally {
+    await nats.close();
+  }
 }
 
 /** The server name of the JOBS stream's current leader, which the launcher names after the node. */
