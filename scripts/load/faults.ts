@@ -164,14 +164,14 @@ async function killJobServiceMidCreation(stack: BenchStack, probe: Probe): Promi
   await Promise.all(sending);
 }
 
+/** The NATS nodes each stack has had killed as the JOBS leader, so a second kill hits another. */
+const killedJobsLeaders = new WeakMap<BenchStack, Set<NatsNodeName>>();
+
 /**
  * SIGKILL of the NATS node leading the JOBS stream, as a lost machine: the API must come back
  * on the other two (a new leader, the stream's replicas). The node is restarted once it has, and
  * is back when its JetStream has caught up with the cluster (its /healthz).
  */
-/** The NATS nodes each stack has had killed as the JOBS leader, so a second kill hits another. */
-const killedJobsLeaders = new WeakMap<BenchStack, Set<NatsNodeName>>();
-
 async function killJobsStreamLeader(stack: BenchStack, probe: Probe): Promise<FaultOutcome> {
   const killedBefore = killedJobsLeaders.get(stack) ?? new Set<NatsNodeName>();
   killedJobsLeaders.set(stack, killedBefore);
@@ -184,44 +184,32 @@ async function killJobsStreamLeader(stack: BenchStack, probe: Probe): Promise<Fa
 }
 
 /**
- * The JOBS leader once it is none of `avoid`. A restarted node may win the stream's leadership
- * back (the CI run at be283c8 killed the same node twice), so the leader is asked to step down
- * until another node leads; bounded, like every loop of the load tests.
+ * The server name of the JOBS stream's leader (the launcher names servers after their nodes),
+ * once it is none of `avoid`. A restarted node may win the leadership back (the CI run at
+ * be283c8 killed the same node twice), so such a leader is asked to step down until another
+ * node leads; bounded, like every loop of the load tests.
  */
 async function jobsStreamLeaderOtherThan(
   stack: BenchStack,
   avoid: ReadonlySet<NatsNodeName>,
 ): Promise<NatsNodeName> {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const leader = await jobsStreamLeader(stack);
-    if (!avoid.has(leader)) return leader;
-    if (performance.now() > deadline) throw new Error(`${leader} still leads JOBS after 30 s`);
-    await stepDownJobsStreamLeader(stack);
-    await sleep(1_000);
-  }
-}
-
-/** JetStream's stream leader step-down ($JS.API.STREAM.LEADER.STEPDOWN), which nats.js does not wrap. */
-async function stepDownJobsStreamLeader(stack: BenchStack): Promise<void> {
-  const nats = await connect({ servers: stack.infrastructure.natsUrl.split(',') });
-  try {
-    const stream = createTopology('').streams.jobs.name;
-    await nats.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 });
-  } finally {
-    await nats.close();
-  }
-}
-
-/** The server name of the JOBS stream's current leader, which the launcher names after the node. */
-export async function jobsStreamLeader(stack: BenchStack): Promise<NatsNodeName> {
   const nats = await connect({ servers: stack.infrastructure.natsUrl.split(',') });
   try {
     const manager = await jetstreamManager(nats);
-    const info = await manager.streams.info(createTopology('').streams.jobs.name);
-    const leader = info.cluster?.leader;
-    if (leader === undefined) throw new Error('the JOBS stream has no leader: is NATS a cluster?');
-    return leader as NatsNodeName;
+    const stream = createTopology('').streams.jobs.name;
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      const leader = (await manager.streams.info(stream)).cluster?.leader as
+        | NatsNodeName
+        | undefined;
+      if (leader === undefined)
+        throw new Error('the JOBS stream has no leader: is NATS a cluster?');
+      if (!avoid.has(leader)) return leader;
+      if (performance.now() > deadline) throw new Error(`${leader} still leads JOBS after 30 s`);
+      // JetStream's stream leader step-down, which nats.js does not wrap.
+      await nats.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 });
+      await sleep(1_000);
+    }
   } finally {
     await nats.close();
   }

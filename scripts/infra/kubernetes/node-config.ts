@@ -140,15 +140,15 @@ export function cniConfig(paths: NodePaths, networkName: string, podRange: strin
   );
 }
 
-/**
- * The kubelet's configuration for this machine: cgroup v1 (hybrid) accepted, cgroupfs, no QoS
- * cgroups (it may not create them here), every directory in the data folder.
- */
 /** Where a node's kubelet writes its containers' logs (one folder per pod). */
 export function podLogsDirOf(paths: Pick<NodePaths, 'kubeletDir'>): string {
   return `${paths.kubeletDir}/pod-logs`;
 }
 
+/**
+ * The kubelet's configuration for this machine: cgroup v1 (hybrid) accepted, cgroupfs, no QoS
+ * cgroups (it may not create them here), every directory in the data folder.
+ */
 export function kubeletConfig(paths: NodePaths, node: ClusterNode): string {
   return stringify({
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
