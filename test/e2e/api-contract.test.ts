@@ -451,13 +451,18 @@ describe('Text jobs', () => {
     expect(job.result?.outputText?.length).toBeLessThan(text.length);
   });
 
-  it('accepts 5,000,000 characters of inline text', async () => {
+  it('accepts 5,000,000 characters of inline text and answers the whole output as outputText', async () => {
     const text = 'abcd '.repeat(1_000_000);
     const created = await stack.api<Job>('POST', '/v1/text', {
       token: account.apiKey,
       body: { text, preset: 'chill' },
     });
     expect(created.status).toBe(202);
+    // Five times NATS's 1 MB message limit: the read must not travel as one message.
+    const job = await waitForJob(account.apiKey, created.body.data!.id);
+    expect(job.status).toBe('completed');
+    expect(job.result?.outputText).toBe(text.trimEnd());
+    expect(JSON.stringify(job.result)).not.toContain('outputTextKey');
   });
 
   it('converts JSON to TOON in the aggressive preset', async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { publicJob, publicJobList } from '../api';
+import { publicJob, publicJobList, publicResult } from '../api';
 import { JOB_STATUSES, JOB_TYPES, type Pipeline } from '../limits';
 import { jobEvent, jobMetrics, jobWorkMessage, usageDimensions } from '../messages';
 import { AUDIO_PRESET_NAMES, audioOperationSchema } from '../pipelines/audio';
@@ -22,6 +22,17 @@ const jobSource = z.discriminatedUnion('kind', [
     characters: z.number().int().nonnegative(),
   }),
 ]);
+
+/**
+ * A job as the job service answers a read: the public job, except that a text output kept only
+ * in storage (over the text worker's `outputText` cap, up to what 5,000,000 characters trim
+ * to) comes as its storage key, which the gateway reads. Large text never crosses NATS in
+ * either direction: a reply is capped at the server's max_payload (1 MB by default).
+ */
+export const jobRead = publicJob.extend({
+  result: publicResult.extend({ outputTextKey: z.string().optional() }).optional(),
+});
+export type JobRead = z.infer<typeof jobRead>;
 
 /**
  * A job's resolved chain, and the preset it was expanded from (absent: the client sent explicit
@@ -88,7 +99,7 @@ export const jobEndpoints = {
     'job',
     'get-job',
     z.object({ accountId: z.string(), jobId: z.string() }),
-    publicJob,
+    jobRead,
   ),
   /**
    * The event a terminal job published (or would have: inline jobs publish none), for the

@@ -76,7 +76,7 @@ export async function startGatewayService(dependencies: GatewayDependencies): Pr
     httpLimits,
     webhookTargets,
     rpc,
-    jobReads: new JobReads(rpc, waiters),
+    jobReads: new JobReads(rpc, waiters, objectStore),
     jobSubmissions,
     fileCompressions: new FileCompressions(rpc, objectStore, jobSubmissions),
     authenticator,

@@ -2,12 +2,12 @@ import type { EndpointRequest, ObjectStore } from '@tamp/kit';
 import {
   isId,
   type JobEvent,
+  type JobRead,
   type JobStatus,
   type JobType,
   type jobEndpoints,
   LIMITS,
   mintedAt,
-  type PublicJob,
   type PublicJobSummary,
   ServiceError,
 } from '@tamp/proto';
@@ -44,7 +44,7 @@ export class JobReads {
     private readonly admissions: Pick<AdmissionRepository, 'find'>,
   ) {}
 
-  async getJob(accountId: string, jobId: string): Promise<PublicJob> {
+  async getJob(accountId: string, jobId: string): Promise<JobRead> {
     // A malformed id or another account's job is just as unknown as a missing one.
     if (!isId('job', jobId)) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
     const job = await this.jobs.findOfAccount(accountId, jobId);
@@ -87,7 +87,7 @@ export class JobReads {
   }
 
   /** The public job, with a freshly signed 1-hour URL or the output text when completed. */
-  async represent(job: JobDocument): Promise<PublicJob> {
+  async represent(job: JobDocument): Promise<JobRead> {
     return publicJobOf(job, await this.resolveOutput(job));
   }
 
@@ -124,7 +124,7 @@ export class JobReads {
       case 'text':
         return { outputText: output.text };
       case 'stored-text':
-        return { outputText: (await this.store.getBuffer(output.key)).toString('utf8') };
+        return { outputTextKey: output.key };
       case 'download':
         return {
           outputUrl: await this.store.presignDownload(

@@ -1,10 +1,14 @@
-import type { PublicJob, PublicJobSummary } from '@tamp/proto';
+import type { JobRead, PublicJobSummary } from '@tamp/proto';
 import type { JobDocument } from './job';
 
-/** The output a read resolves outside the domain: a fresh presigned URL or the stored text. */
+/**
+ * The output a read resolves outside the domain: a fresh presigned URL, the text kept in the
+ * job, or the key of a text kept only in storage, which the gateway reads (jobRead).
+ */
 export interface ResolvedOutput {
   outputUrl?: string;
   outputText?: string;
+  outputTextKey?: string;
 }
 
 /** What the single-job read needs to resolve before it can be represented. */
@@ -34,8 +38,8 @@ export function downloadNameOf(outputKey: string): string {
 }
 
 /** The job exactly as `publicJob`: `error` only when failed, `result` only once completed. */
-export function publicJobOf(job: JobDocument, output: ResolvedOutput = {}): PublicJob {
-  const representation: PublicJob = { id: job._id, status: job.status };
+export function publicJobOf(job: JobDocument, output: ResolvedOutput = {}): JobRead {
+  const representation: JobRead = { id: job._id, status: job.status };
   if (job.status === 'failed') representation.error = job.error ?? 'The job failed';
   if (job.status === 'completed' && job.result !== null) {
     const { metrics, expired } = job.result;

@@ -1,7 +1,7 @@
 import {
   JOB_STATUSES,
   JOB_TYPES,
-  type PublicJob,
+  type JobRead,
   type PublicJobSummary,
   type webhookEndpoints,
 } from '@tamp/proto';
@@ -68,7 +68,7 @@ ${items.map(
 
 export interface JobView {
   csrfToken: string;
-  job: PublicJob;
+  job: JobRead;
   deliveries: Delivery[];
   notice?: string | null;
   problem?: string | null;
@@ -84,7 +84,7 @@ export function jobPage(view: JobView): string {
 <dt>Status</dt><dd id="job-status">${job.status}</dd>
 ${job.error ? html`<dt>Error</dt><dd>${job.error}</dd>` : ''}
 </dl>
-${job.result ? result(job.result) : ''}
+${job.result ? result(job.id, job.result) : ''}
 <section aria-labelledby="deliveries">
 <h2 id="deliveries">Webhook deliveries</h2>
 ${view.deliveries.length === 0 ? html`<p>No delivery attempt.</p>` : deliveryTable(view.deliveries)}
@@ -100,7 +100,7 @@ ${csrfField(view.csrfToken)}
   );
 }
 
-function result(jobResult: NonNullable<PublicJob['result']>): SafeHtml {
+function result(jobId: string, jobResult: NonNullable<JobRead['result']>): SafeHtml {
   const metrics = Object.entries(jobResult.metrics).filter(
     ([, value]) => typeof value === 'number' || typeof value === 'string',
   );
@@ -114,6 +114,7 @@ ${
       : ''
 }
 ${jobResult.outputText !== undefined ? html`<label for="output-text">Output text</label><textarea id="output-text" readonly rows="8">${jobResult.outputText}</textarea>` : ''}
+${jobResult.outputTextKey !== undefined ? html`<p>The output text is too long to show here: <code>GET /v1/jobs/${jobId}</code> returns it.</p>` : ''}
 <dl class="facts">
 ${metrics.map(([name, value]) => html`<dt>${name}</dt><dd>${String(value)}</dd>`)}
 </dl>
