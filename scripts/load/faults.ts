@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { createTopology, LIMITS } from '@tamp/proto';
+import { createTopology, LIMITS, type Pipeline } from '@tamp/proto';
 import type { BenchStack } from '../bench/bench-stack';
 import type { NatsNodeName, ServerName } from '../infra/launcher';
 import type { ServiceName } from '../stack/services';
@@ -110,7 +110,7 @@ export async function injectFault(
   switch (action) {
     case 'kill': {
       const service = target as ServiceName;
-      if (service.startsWith('worker-')) midJob = await untilRunningAJob(stack, service);
+      if (service.startsWith('worker-')) midJob = await untilRunningAJob(stack, service, probe);
       process.kill(servicePid(stack, service), 'SIGKILL');
       break;
     }
@@ -267,24 +267,46 @@ function serverPid(stack: BenchStack, name: ServerName): number {
   return pid;
 }
 
-/** Waits (up to 30 s) until the worker reports a queued job in flight; false if it never does. */
-async function untilRunningAJob(stack: BenchStack, name: ServiceName): Promise<boolean> {
+/** Long jobs a kill sends at most, one every LONG_JOB_SPACING_CHECKS checks until caught. */
+const LONG_JOBS_PER_KILL = 3;
+const LONG_JOB_SPACING_CHECKS = 15;
+
+/**
+ * Waits (up to 30 s) until the worker's first process reports a queued job in flight; false if
+ * it never does. The stream's own jobs of its pipeline are helped along by long ones sent
+ * here: with two processes sharing the work, a job lands on the other one about half the time,
+ * and a process of concurrency c holds at most c of them, so a few sent apart reach the first.
+ */
+async function untilRunningAJob(
+  stack: BenchStack,
+  name: ServiceName,
+  probe: Probe,
+): Promise<boolean> {
   const service = firstProcessOf(stack, name);
+  const pipeline = name.replace('worker-', '') as Pipeline;
+  let longJobsSent = 0;
   for (let check = 0; check < 300; check++) {
-    try {
-      const metrics = await (
-        await fetch(`http://127.0.0.1:${service?.opsPort}/metrics`, {
-          signal: AbortSignal.timeout(1_000),
-        })
-      ).text();
-      const inFlight = /^tamp_jobs_in_flight\{[^}]*mode="queued"[^}]*\} (\d+)/m.exec(metrics);
-      if (Number(inFlight?.[1] ?? 0) > 0) return true;
-    } catch {
-      // Not answering yet (just restarted): look again.
+    if (check % LONG_JOB_SPACING_CHECKS === 0 && longJobsSent < LONG_JOBS_PER_KILL) {
+      longJobsSent += 1;
+      await probe.createLongJob(pipeline);
     }
+    if ((await queuedJobsInFlight(service?.opsPort)) > 0) return true;
     await sleep(100);
   }
   return false;
+}
+
+/** The worker's queued jobs in flight from its metrics; 0 while it does not answer. */
+async function queuedJobsInFlight(opsPort: number | undefined): Promise<number> {
+  try {
+    const metrics = await (
+      await fetch(`http://127.0.0.1:${opsPort}/metrics`, { signal: AbortSignal.timeout(1_000) })
+    ).text();
+    const inFlight = /^tamp_jobs_in_flight\{[^}]*mode="queued"[^}]*\} (\d+)/m.exec(metrics);
+    return Number(inFlight?.[1] ?? 0);
+  } catch {
+    return 0; // not answering yet (just restarted): looked at again
+  }
 }
 
 /**
@@ -298,7 +320,16 @@ export class Probe {
   constructor(
     private readonly target: { baseUrl: string; apiKey: string },
     private readonly kinds: JobKind[],
+    /** A long queued job per pipeline (prepareLongJobs), for the kills that must catch a worker. */
+    private readonly longJobs: Partial<Record<Pipeline, JobKind>> = {},
   ) {}
+
+  /** One long queued job for the pipeline's workers, audited like every probe job; none if unset. */
+  async createLongJob(pipeline: Pipeline): Promise<void> {
+    const kind = this.longJobs[pipeline];
+    if (kind === undefined) return;
+    this.creations.push(await createWithRetries(this.target, kind));
+  }
 
   /** One inline creation of the first probe kind, as a client would retry it; audited too. */
   async createInline(): Promise<Creation> {

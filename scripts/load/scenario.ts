@@ -14,7 +14,7 @@ import {
   table,
 } from './report';
 import { type Creation, createWithRetries, drainJobs, runTraffic, settleDeferred } from './traffic';
-import { type JobKind, type JobKindName, prepareWorkload } from './workload';
+import { type JobKind, type JobKindName, prepareLongJobs, prepareWorkload } from './workload';
 
 /**
  * One load-and-fault run against a stack of its own: a burst of keyed creations, then a
@@ -73,13 +73,15 @@ export async function runScenario(
     ...new Set([...options.stream.kinds, 'text-queued', 'text-inline', 'image-inline'] as const),
   ]);
   const kind = (name: JobKindName) => kinds.find((candidate) => candidate.name === name)!;
+  const killsWorkers = options.faults.some((fault) => fault.startsWith('kill-worker'));
+  const longJobs = killsWorkers ? await prepareLongJobs(stack, stack.apiKey) : {};
   const creditsBefore = await accountCredits(source);
 
   log(`burst: ${options.burst.keys} keys × ${options.burst.duplicates}`);
   const burst = await runBurst(target, kind('text-queued'), options.burst);
   const charged = creditsBefore - (await accountCredits(source));
 
-  const probe = new Probe(target, [kind('text-inline'), kind('image-inline')]);
+  const probe = new Probe(target, [kind('text-inline'), kind('image-inline')], longJobs);
   const streamKinds = options.stream.kinds.map(kind);
   log(`stream: ${options.stream.ratePerSecond}/s for ${options.stream.durationMs / 1000} s`);
   const started = performance.now();

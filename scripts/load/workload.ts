@@ -95,35 +95,41 @@ export async function prepareWorkload(
   }
   if (wanted.has('image-avif')) {
     const bytes = await photo(64, 48);
-    const imageId = await uploadBytes(client, apiKey, 'small.jpg', bytes);
-    kinds.push({
-      name: 'image-avif',
-      pipeline: 'image',
-      mode: 'queued',
-      path: '/v1/image',
-      body: { imageId, operations: [{ type: 'encode', params: { format: 'avif', quality: 50 } }] },
-      credits: creditCost('image', bytes.length),
-      input: bytes,
-    });
+    kinds.push(
+      avifKind('image-avif', await uploadBytes(client, apiKey, 'small.jpg', bytes), bytes),
+    );
   }
   for (const [name, seconds] of Object.entries(SPEECH_SECONDS) as [JobKindName, number][]) {
     if (!wanted.has(name)) continue;
     const bytes = await speechSeconds(seconds);
-    const audioId = await uploadBytes(client, apiKey, `${name}.wav`, bytes);
-    kinds.push({
-      name,
-      pipeline: 'audio',
-      mode: 'queued',
-      path: '/v1/audio',
-      body: { audioId, preset: 'podcast' },
-      credits: creditCost('audio', bytes.length),
-      input: bytes,
-    });
+    kinds.push(podcastKind(name, await uploadBytes(client, apiKey, `${name}.wav`, bytes), bytes));
   }
   return kinds;
 }
 
-function textKind(name: JobKindName, mode: 'inline' | 'queued', text: string): JobKind {
+/**
+ * One queued job per worker pipeline that keeps a worker busy for a second or more: the
+ * stream's own queued jobs take milliseconds, too short for a fault to be sure of catching a
+ * worker in the middle of one (the CI run at 307b740 missed the image worker for 30 s).
+ */
+export async function prepareLongJobs(
+  client: ApiClient,
+  apiKey: string,
+): Promise<Record<Pipeline, JobKind>> {
+  const image = await photo(2_400, 1_600);
+  const speech = await speechSeconds(LONG_SPEECH_SECONDS);
+  return {
+    image: avifKind('image-long', await uploadBytes(client, apiKey, 'long.jpg', image), image),
+    text: textKind('text-long', 'queued', prose(LONG_TEXT_BYTES)),
+    audio: podcastKind('audio-long', await uploadBytes(client, apiKey, 'long.wav', speech), speech),
+  };
+}
+
+/** Sizes of the long jobs: each takes one to a few seconds of one core with the static tools. */
+const LONG_SPEECH_SECONDS = 60;
+const LONG_TEXT_BYTES = 3_000_000;
+
+function textKind(name: string, mode: 'inline' | 'queued', text: string): JobKind {
   return {
     name,
     pipeline: 'text',
@@ -132,5 +138,31 @@ function textKind(name: JobKindName, mode: 'inline' | 'queued', text: string): J
     body: { text, preset: 'medium' },
     credits: creditCost('text', Buffer.byteLength(text)),
     input: Buffer.from(text, 'utf8'),
+  };
+}
+
+/** A queued AVIF encode of an uploaded image. */
+function avifKind(name: string, imageId: string, bytes: Buffer): JobKind {
+  return {
+    name,
+    pipeline: 'image',
+    mode: 'queued',
+    path: '/v1/image',
+    body: { imageId, operations: [{ type: 'encode', params: { format: 'avif', quality: 50 } }] },
+    credits: creditCost('image', bytes.length),
+    input: bytes,
+  };
+}
+
+/** A queued `podcast` job of an uploaded recording. */
+function podcastKind(name: string, audioId: string, bytes: Buffer): JobKind {
+  return {
+    name,
+    pipeline: 'audio',
+    mode: 'queued',
+    path: '/v1/audio',
+    body: { audioId, preset: 'podcast' },
+    credits: creditCost('audio', bytes.length),
+    input: bytes,
   };
 }
