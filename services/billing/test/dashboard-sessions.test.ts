@@ -206,6 +206,45 @@ describe('dashboard sessions', () => {
     }
   });
 
+  it('are deleted once spent, when the account signs in again; active ones and other accounts stay', async () => {
+    const { accountId } = await harness.createAccount();
+    const neighbour = await harness.createAccount();
+    const storedOf = async (collection: string, owner: string) =>
+      (await harness.db.collection(collection).find({ accountId: owner }).toArray()).map(
+        (document) => document._id,
+      );
+    const used = await signInLink(accountId);
+    const { sessionToken: expiring } = await redeem(used.token);
+    const unused = await signInLink(accountId);
+    const neighbourSession = await sessionOf(neighbour.accountId);
+    const neighbourLinks = await storedOf('sign_in_links', neighbour.accountId);
+
+    // Past the link's expiry, before the session's: a new link deletes the used and the expired.
+    harness.moveClockTo(SIGN_IN_LINK_TTL_MS);
+    const fresh = await signInLink(accountId);
+    expect(await storedOf('sign_in_links', accountId)).toEqual([sha256(fresh.token)]);
+    expect((await failure(redeem(used.token))).message).toBe(INVALID_LINK);
+    expect((await failure(redeem(unused.token))).message).toBe(INVALID_LINK);
+
+    // Past the first session's expiry: the next session deletes it and keeps the active one.
+    const { sessionToken: active } = await redeem(fresh.token);
+    harness.moveClockTo(SESSION_TTL_MS);
+    const latest = await call(billingEndpoints.startSession, {
+      method: 'api-key',
+      apiKey: (await call(billingEndpoints.createKey, { accountId })).apiKey,
+    });
+    expect((await storedOf('dashboard_sessions', accountId)).sort()).toEqual(
+      [sha256(active), sha256(latest.sessionToken)].sort(),
+    );
+    expect((await failure(authenticateSession(expiring))).code).toBe('UNAUTHORIZED');
+    expect((await authenticateSession(active)).accountId).toBe(accountId);
+    // The neighbour's expired session and spent link stay until the neighbour signs in again.
+    expect(await storedOf('dashboard_sessions', neighbour.accountId)).toEqual([
+      sha256(neighbourSession),
+    ]);
+    expect(await storedOf('sign_in_links', neighbour.accountId)).toEqual(neighbourLinks);
+  });
+
   it('store only the SHA-256 of link and session tokens', async () => {
     const { accountId } = await harness.createAccount();
     const { token } = await signInLink(accountId);

@@ -100,6 +100,8 @@ export const BILLING_INDEXES: IndexSpecification[] = [
   { collection: COLLECTIONS.apiKeys, name: 'account', keys: { accountId: 1, createdAt: 1 } },
   { collection: COLLECTIONS.ledger, name: 'account', keys: { accountId: 1, createdAt: 1 } },
   { collection: COLLECTIONS.usage, name: 'account_period', keys: { accountId: 1, completedAt: 1 } },
-  // Sign-out everywhere; sign-in links and sessions are otherwise read by `_id` (the hash) only.
+  // Sign-out everywhere, and each account's spent links and expired sessions deleted when it
+  // signs in again; sign-in links and sessions are otherwise read by `_id` (the hash) only.
   { collection: COLLECTIONS.dashboardSessions, name: 'account', keys: { accountId: 1 } },
+  { collection: COLLECTIONS.signInLinks, name: 'account', keys: { accountId: 1 } },
 ];

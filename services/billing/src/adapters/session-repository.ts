@@ -37,8 +37,8 @@ export class SessionRepository extends KeyedRepository<DashboardSessionDocument>
   }
 
   /**
-   * Ends every session of the account not ended yet (expired ones included, as they are not
-   * swept); how many this call ended.
+   * Ends every session of the account not ended yet (expired ones not swept yet included); how
+   * many this call ended.
    */
   async endAllOf(accountId: string, at: Date): Promise<number> {
     const { modifiedCount } = await this.collection.updateMany(
@@ -46,5 +46,17 @@ export class SessionRepository extends KeyedRepository<DashboardSessionDocument>
       { $set: { endedAt: at } },
     );
     return modifiedCount;
+  }
+
+  /**
+   * Deletes the account's sessions past their expiry, which every read refuses anyway; how
+   * many. By the account's index: the filter leads with `accountId`.
+   */
+  async deleteExpiredOf(accountId: string, now: Date): Promise<number> {
+    const { deletedCount } = await this.collection.deleteMany({
+      accountId,
+      expiresAt: { $lte: now },
+    });
+    return deletedCount;
   }
 }

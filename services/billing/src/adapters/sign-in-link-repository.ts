@@ -24,14 +24,28 @@ export class SignInLinkRepository extends KeyedRepository<SignInLinkDocument> {
 
   /**
    * The link's account when this call redeemed it, else null (unknown, used or expired). One
-   * guarded update: of concurrent redemptions exactly one matches `usedAt: null`.
+   * guarded findAndModify: of concurrent redemptions exactly one matches `usedAt: null`, and it
+   * gets the account from the same command, so deleting spent links never races a redemption.
+   * The whole document comes back: the patched FerretDB 1.24 fails a findAndModify that asks
+   * for a projection.
    */
   async redeem(tokenHash: string, at: Date): Promise<string | null> {
-    const { matchedCount } = await this.collection.updateOne(
+    const redeemed = await this.collection.findOneAndUpdate(
       { _id: tokenHash, usedAt: null, expiresAt: { $gt: at } },
       { $set: { usedAt: at } },
     );
-    if (matchedCount !== 1) return null;
-    return (await this.find(tokenHash))?.accountId ?? null;
+    return redeemed?.accountId ?? null;
+  }
+
+  /**
+   * Deletes the account's links that can no longer be redeemed (used, or past their expiry);
+   * how many. A deleted link is refused as an unknown one is, with the same answer.
+   */
+  async deleteSpentOf(accountId: string, now: Date): Promise<number> {
+    const { deletedCount } = await this.collection.deleteMany({
+      accountId,
+      $or: [{ usedAt: { $ne: null } }, { expiresAt: { $lte: now } }],
+    });
+    return deletedCount;
   }
 }

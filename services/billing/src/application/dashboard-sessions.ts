@@ -45,6 +45,9 @@ export class DashboardSessions {
     const expiresAt = new Date(createdAt.getTime() + this.settings.signInLinkTtlMs);
     await this.links.mint({ _id: tokenHash(token), accountId, createdAt, expiresAt, usedAt: null });
     this.logger.info({ accountId, expiresAt }, 'sign-in link created');
+    await this.housekeep(accountId, 'sign-in links', () =>
+      this.links.deleteSpentOf(accountId, createdAt),
+    );
     return { token, expiresAt: expiresAt.toISOString() };
   }
 
@@ -69,6 +72,9 @@ export class DashboardSessions {
     this.logger.info(
       { accountId, sessionId: session.sessionId, method: request.method },
       'dashboard session started',
+    );
+    await this.housekeep(accountId, 'sessions', () =>
+      this.sessions.deleteExpiredOf(accountId, createdAt),
     );
     return { sessionToken, accountId, expiresAt: session.expiresAt.toISOString() };
   }
@@ -112,6 +118,25 @@ export class DashboardSessions {
     if (accountId === null) throw new ServiceError('UNAUTHORIZED', INVALID_LINK);
     await this.accountOrRefuse(accountId, INVALID_LINK);
     return accountId;
+  }
+
+  /**
+   * Deletes what the account can no longer use, each time it mints a link or starts a session:
+   * what an account keeps is bounded by its own recent sign-ins, with no sweeper scanning the
+   * collections (range filters are not served from FerretDB's indexes). A failure here is a
+   * warning, never a refused sign-in: the next one deletes the same.
+   */
+  private async housekeep(
+    accountId: string,
+    what: string,
+    deleteSpent: () => Promise<number>,
+  ): Promise<void> {
+    try {
+      const deleted = await deleteSpent();
+      if (deleted > 0) this.logger.debug({ accountId, deleted }, `spent ${what} deleted`);
+    } catch (error) {
+      this.logger.warn({ err: error, accountId }, `spent ${what} not deleted`);
+    }
   }
 
   /** An account that is gone signs nobody in: UNAUTHORIZED rather than NOT_FOUND. */
