@@ -112,6 +112,15 @@ describe('QualitySearch', () => {
     expect(search.probes.length).toBeLessThanOrEqual(QUALITY_SEARCH.probes);
   });
 
+  it('goes below 20 when the target is met there (flat graphics, low targets)', () => {
+    // grub-homeworld, a flat 1920×1080 background, scores 0.9955 at API 22: `avifenc` meets
+    // 0.98 near the bottom of its range, where a floor of 20 kept Tamp 1.33× its size.
+    const flat = (quality: number) => 0.975 + quality / 1_000;
+    const search = searchOn(0.98, flat);
+    expect(search.best!.quality).toBeGreaterThanOrEqual(5);
+    expect(search.best!.quality).toBeLessThanOrEqual(5 + QUALITY_SEARCH.resolution);
+  });
+
   it('starts where it is told', () => {
     expect(searchOn(0.9, smooth, 80).probes[0]?.quality).toBe(80);
   });
@@ -172,7 +181,7 @@ describe('QualitySearch lands on the smallest passing quality', () => {
 
   it('spends its last encode towards the passing side (ladybird, started at 87)', () => {
     const search = avifSearchOn(0.98, ladybird, 87);
-    expect(search.probes.map((probe) => probe.quality).slice(0, 3)).toEqual([87, 53, 70]);
+    expect(search.probes[0]?.quality).toBe(87);
     expect(search.best!.quality).toBeGreaterThanOrEqual(73);
     expect(search.best!.quality).toBeLessThanOrEqual(80);
     expect(search.probes.length).toBeLessThanOrEqual(QUALITY_SEARCH.probes);
