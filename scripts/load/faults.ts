@@ -284,12 +284,10 @@ async function untilRunningAJob(
 ): Promise<boolean> {
   const service = firstProcessOf(stack, name);
   const pipeline = name.replace('worker-', '') as Pipeline;
-  let longJobsSent = 0;
   for (let check = 0; check < 300; check++) {
-    if (check % LONG_JOB_SPACING_CHECKS === 0 && longJobsSent < LONG_JOBS_PER_KILL) {
-      longJobsSent += 1;
-      await probe.createLongJob(pipeline);
-    }
+    const sendsLongJob =
+      check % LONG_JOB_SPACING_CHECKS === 0 && check < LONG_JOBS_PER_KILL * LONG_JOB_SPACING_CHECKS;
+    if (sendsLongJob) await probe.createLongJob(pipeline);
     if ((await queuedJobsInFlight(service?.opsPort)) > 0) return true;
     await sleep(100);
   }

@@ -83,15 +83,9 @@ export async function prepareWorkload(
   if (wanted.has('image-inline')) {
     const bytes = await photo(640, 480);
     const imageId = await uploadBytes(client, apiKey, 'load.jpg', bytes);
-    kinds.push({
-      name: 'image-inline',
-      pipeline: 'image',
-      mode: 'inline',
-      path: '/v1/image',
-      body: { imageId, preset: 'thumbnail' },
-      credits: creditCost('image', bytes.length),
-      input: bytes,
-    });
+    kinds.push(
+      uploadKind('image-inline', 'image', 'inline', { imageId, preset: 'thumbnail' }, bytes),
+    );
   }
   if (wanted.has('image-avif')) {
     const bytes = await photo(64, 48);
@@ -143,26 +137,30 @@ function textKind(name: string, mode: 'inline' | 'queued', text: string): JobKin
 
 /** A queued AVIF encode of an uploaded image. */
 function avifKind(name: string, imageId: string, bytes: Buffer): JobKind {
-  return {
-    name,
-    pipeline: 'image',
-    mode: 'queued',
-    path: '/v1/image',
-    body: { imageId, operations: [{ type: 'encode', params: { format: 'avif', quality: 50 } }] },
-    credits: creditCost('image', bytes.length),
-    input: bytes,
-  };
+  const operations = [{ type: 'encode', params: { format: 'avif', quality: 50 } }];
+  return uploadKind(name, 'image', 'queued', { imageId, operations }, bytes);
 }
 
 /** A queued `podcast` job of an uploaded recording. */
 function podcastKind(name: string, audioId: string, bytes: Buffer): JobKind {
+  return uploadKind(name, 'audio', 'queued', { audioId, preset: 'podcast' }, bytes);
+}
+
+/** A job on an uploaded file: its path and cost follow from the pipeline and the bytes. */
+function uploadKind(
+  name: string,
+  pipeline: 'image' | 'audio',
+  mode: JobKind['mode'],
+  body: Record<string, unknown>,
+  bytes: Buffer,
+): JobKind {
   return {
     name,
-    pipeline: 'audio',
-    mode: 'queued',
-    path: '/v1/audio',
-    body: { audioId, preset: 'podcast' },
-    credits: creditCost('audio', bytes.length),
+    pipeline,
+    mode,
+    path: `/v1/${pipeline}`,
+    body,
+    credits: creditCost(pipeline, bytes.length),
     input: bytes,
   };
 }
