@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
 import { provisionTools } from '../infra/provision';
-import { type RunningServices, startServices } from '../stack/services';
+import { type ProcessModel, type RunningServices, startServices } from '../stack/services';
 
 export interface JsonResponse<Data> {
   status: number;
@@ -119,6 +119,8 @@ export async function startBenchStack(options: {
   natsNodes?: number;
   /** Processes per service (startServices). */
   replicas?: number;
+  /** A process per service, or one for all (startServices). */
+  processes?: ProcessModel;
 }): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), `tamp-bench-${options.name}-`));
   let infrastructure: RunningInfrastructure | undefined;
@@ -140,6 +142,7 @@ export async function startBenchStack(options: {
       adminPort,
       runtime: options.runtime ?? 'source',
       replicas: options.replicas,
+      processes: options.processes,
       env: {
         ADMIN_TOKEN: adminToken,
         LOG_LEVEL: 'warn',

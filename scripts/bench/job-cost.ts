@@ -4,8 +4,10 @@
  *
  *   node --import tsx scripts/bench/job-cost.ts [--kinds image-avif,text-queued,text-inline,
  *     image-inline,audio-1s,job-read,idle] [--seed-jobs 100000] [--seed-accounts 1000] [--scale 1]
+ *     [--processes per-service|single]
  *
- * Starts fresh servers and every service as its own process (bench-stack.ts). First the bare
+ * Starts fresh servers and every service as its own process (bench-stack.ts), or all of them in
+ * one with `--processes single`. First the bare
  * work of every kind, with the stack idle: the worker's own code for it and nothing around it,
  * one process per core at once (bare-work.ts); for job-read, a bare fastify route answering the
  * same JSON. Then each kind on its own at saturation after a short warm-up: queued kinds as a
@@ -32,6 +34,7 @@ import {
   prepareWorkload,
   workloadTools,
 } from '../load/workload';
+import { processModelOf } from '../stack/services';
 import { type BareRate, measureBareWork } from './bare-work';
 import { type BenchStack, IDLE_SETTLE_MS, startBenchStack } from './bench-stack';
 import { cpuSecondsOf, cpuUsedBetween, stackCpuSeconds } from './process-cpu';
@@ -320,8 +323,10 @@ function parseOptions() {
       'seed-jobs': { type: 'string', default: '100000' },
       'seed-accounts': { type: 'string', default: '1000' },
       scale: { type: 'string', default: '1' },
+      processes: { type: 'string', default: 'per-service' },
     },
   });
+  const processes = processModelOf(values.processes);
   const kinds = values.kinds.split(',') as MeasuredKind[];
   const unknown = kinds.filter((kind) => !MEASURED_KINDS.includes(kind));
   if (unknown.length > 0) {
@@ -337,6 +342,7 @@ function parseOptions() {
     seedJobs: Math.floor(count('seed-jobs', values['seed-jobs'], 0)),
     seedAccounts: Math.floor(count('seed-accounts', values['seed-accounts'], 1)),
     scale: count('scale', values.scale, 0.01),
+    processes,
   };
 }
 
@@ -369,6 +375,7 @@ async function main(): Promise<void> {
     name: 'job-cost',
     tools: workloadTools(options.kinds),
     log,
+    processes: options.processes,
   });
   try {
     const loads = await prepareLoads(stack, options.kinds, options.scale);
@@ -397,7 +404,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(
       [
-        `job cost, scale ${options.scale}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
+        `job cost, scale ${options.scale}, ${options.processes === 'single' ? 'one process for every service' : 'a process per service'}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
         table(rows),
         '',
         ...loads.map((load) =>

@@ -37,6 +37,7 @@ Not part of any service's schema: the local stack (\`npm start\`) also honours:
 | \`PORT\`, \`ADMIN_PORT\` | Public and admin ports (8080, 8081) |
 | \`TAMP_DATA_DIR\` | Where data, logs and \`stack.json\` live (\`.data\`) |
 | \`TAMP_REPLICAS\` | Processes per service (1); with more, the gateway's listen behind a round-robin proxy on the two ports |
+| \`TAMP_PROCESSES\` | \`per-service\` (default): a Node process per service, as the chart deploys them. \`single\`: every service in one process, their request/reply calls to one another in memory (see [One process or one per service](service-layout.md#one-process-or-one-per-service)); with \`TAMP_REPLICAS\`, that many such processes |
 | \`TAMP_NATS_NODES\` | NATS servers (1); 3 or more start a JetStream cluster on loopback, and streams get three replicas |
 | \`NATS_URL\`, \`MONGO_URL\`, \`S3_ENDPOINT\` (+ \`S3_ACCESS_KEY\`, \`S3_SECRET_KEY\`) | Use that external server instead of launching one |
 | \`JOB_RETRY_BASE_MS\`, \`WEBHOOK_RETRY_SCHEDULE_MS\` | Passed to the services (retry timing for tests and demos) |

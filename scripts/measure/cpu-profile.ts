@@ -8,6 +8,7 @@
  * `--kind idle` profiles a stack doing nothing (figures per second instead of per job).
  *
  *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline|…|idle] [--seconds 20] [--keep]
+ *     [--processes per-service|single]
  *
  * Loopback only; the profiles are written to a temporary folder, removed afterwards unless --keep.
  */
@@ -28,6 +29,7 @@ import {
   prepareWorkload,
   workloadTools,
 } from '../load/workload';
+import { processModelOf } from '../stack/services';
 
 interface ProfileNode {
   id: number;
@@ -76,8 +78,10 @@ async function main(): Promise<void> {
       kind: { type: 'string', default: 'text-inline' },
       seconds: { type: 'string', default: '20' },
       keep: { type: 'boolean', default: false },
+      processes: { type: 'string', default: 'per-service' },
     },
   });
+  const processes = processModelOf(values.processes);
   // `idle`: a few jobs, then nothing; figures are per second instead of per job.
   const idle = values.kind === 'idle';
   const kindName = (idle ? 'text-inline' : values.kind) as JobKindName;
@@ -87,6 +91,7 @@ async function main(): Promise<void> {
     name: 'cpu-profile',
     tools: workloadTools([kindName]),
     log,
+    processes,
     env: {
       NODE_OPTIONS: `--import ${join(PROJECT_ROOT, 'scripts/measure/cpu-profiler.mjs')}`,
       TAMP_CPU_PROFILE_DIR: profileDir,

@@ -26,6 +26,20 @@ export function formatLogLine(line: string): string {
   }
 }
 
+/**
+ * The service a pino JSON line names (its `service` field), for the one process that runs them
+ * all; undefined for anything else.
+ */
+export function serviceOfLogLine(line: string): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const service = (JSON.parse(line) as { service?: unknown }).service;
+    return typeof service === 'string' ? service : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function prefixFor(name: string, width: number): string {
   return `${name.padEnd(width)} |`;
 }

@@ -13,8 +13,25 @@ import { SERVICE_NAMES, type ServiceName } from './service-names';
 
 export { SERVICE_NAMES, type ServiceName };
 
+/** A process per service (as the chart deploys them), or one process for every service. */
+export const PROCESS_MODELS = ['per-service', 'single'] as const;
+export type ProcessModel = (typeof PROCESS_MODELS)[number];
+
+/** The process model a flag or variable names (unset: per-service). */
+export function processModelOf(value: string | undefined): ProcessModel {
+  if (value === undefined || value === '') return 'per-service';
+  const model = PROCESS_MODELS.find((known) => known === value);
+  if (model === undefined) throw new Error(`processes must be ${PROCESS_MODELS.join(' or ')}`);
+  return model;
+}
+
+/** The one process of `processes: 'single'`, which runs every service. */
+export const SINGLE_PROCESS = 'tamp';
+export type ProcessName = ServiceName | typeof SINGLE_PROCESS;
+
 export interface RunningService {
-  name: ServiceName;
+  /** The service, or SINGLE_PROCESS for the process that runs all of them. */
+  name: ProcessName;
   /** Which process of the service: 1, or 1 to `replicas` (ServicesOptions). */
   replica: number;
   opsPort: number;
@@ -37,7 +54,7 @@ export interface ServicesOptions {
   /** Extra variables for every service (overrides the composed ones). */
   env?: Record<string, string | undefined>;
   /** One call per output line of any service. */
-  onLine?: (service: ServiceName, line: string) => void;
+  onLine?: (service: ProcessName, line: string) => void;
   /**
    * `source` (default) runs `services/<name>/src/main.ts` through tsx; `bundle` builds
    * `dist/<name>/main.mjs` (scripts/build/bundle.ts, about a second) and runs it with plain
@@ -51,6 +68,12 @@ export interface ServicesOptions {
    * Service spreads connections over pods.
    */
   replicas?: number;
+  /**
+   * `per-service` (default): a process per service, as the chart deploys them. `single`: one
+   * process runs every service (scripts/stack/single-process.ts), their calls to one another in
+   * memory; source runtime only.
+   */
+  processes?: ProcessModel;
 }
 
 /**
@@ -78,17 +101,22 @@ export async function startServices(options: ServicesOptions): Promise<RunningSe
   let stopping = false;
   const replicas = options.replicas ?? 1;
   const gatewayPorts = await gatewayPortsOf(options, replicas);
+  const runtime = options.runtime ?? 'source';
+  if (options.processes === 'single' && runtime !== 'source') {
+    throw new Error('one process for every service runs from source only');
+  }
+  const names: readonly ProcessName[] =
+    options.processes === 'single' ? [SINGLE_PROCESS] : SERVICE_NAMES;
   const supervised = await Promise.all(
-    SERVICE_NAMES.flatMap((name) =>
+    names.flatMap((name) =>
       gatewayPorts.map(async (ports, index) => {
         const opsPort = await freePort();
-        const ownEnv = SERVICE_OWN_ENV[name]?.() ?? {};
         return new SupervisedService(
           name,
           index + 1,
           opsPort,
-          { ...shared, ...ownEnv, ...ports, OPS_PORT: String(opsPort) },
-          options.runtime ?? 'source',
+          { ...shared, ...ownEnvOf(name), ...ports, OPS_PORT: String(opsPort) },
+          entryOf(name, runtime),
           options.onLine,
           () => stopping,
         );
@@ -161,6 +189,20 @@ async function gatewayPortsOf(
   );
 }
 
+/** The Node arguments that run a process of the stack. */
+function entryOf(name: ProcessName, runtime: 'source' | 'bundle'): string[] {
+  if (name === SINGLE_PROCESS) return ['--import', 'tsx', 'scripts/stack/single-process.ts'];
+  return runtime === 'bundle'
+    ? ['--enable-source-maps', join('dist', name, 'main.mjs')]
+    : ['--import', 'tsx', join('services', name, 'src/main.ts')];
+}
+
+/** A process's own variables: the one process of every service gets every worker's. */
+function ownEnvOf(name: ProcessName): Record<string, string> {
+  const owners = name === SINGLE_PROCESS ? SERVICE_NAMES : [name];
+  return Object.assign({}, ...owners.map((owner) => SERVICE_OWN_ENV[owner]?.() ?? {}));
+}
+
 /** What a worker finds in its container image, provided here. */
 const SERVICE_OWN_ENV: Partial<Record<ServiceName, () => Record<string, string>>> = {
   'worker-image': imageWorkerAllocatorEnv,
@@ -189,11 +231,11 @@ class SupervisedService implements RunningService {
   private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    readonly name: ServiceName,
+    readonly name: ProcessName,
     readonly replica: number,
     readonly opsPort: number,
     private readonly env: Record<string, string | undefined>,
-    private readonly runtime: 'source' | 'bundle',
+    private readonly entry: string[],
     private readonly onLine: ServicesOptions['onLine'],
     private readonly stopping: () => boolean,
   ) {}
@@ -204,13 +246,7 @@ class SupervisedService implements RunningService {
 
   start(): void {
     const startedAt = Date.now();
-    const child = spawnOwned(
-      process.execPath,
-      this.runtime === 'bundle'
-        ? ['--enable-source-maps', join('dist', this.name, 'main.mjs')]
-        : ['--import', 'tsx', join('services', this.name, 'src/main.ts')],
-      { cwd: PROJECT_ROOT, env: this.env },
-    );
+    const child = spawnOwned(process.execPath, this.entry, { cwd: PROJECT_ROOT, env: this.env });
     this.child = child;
     for (const stream of [child.stdout, child.stderr]) {
       if (stream === null) continue;

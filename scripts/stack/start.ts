@@ -5,11 +5,18 @@ import { join, resolve } from 'node:path';
 import { launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
 import { isRunning, killLeftovers, runInForeground } from '../infra/processes';
 import { PROJECT_ROOT, provisionTools } from '../infra/provision';
-import { formatLogLine, prefixFor } from './log-format';
-import { type RunningServices, SERVICE_NAMES, startServices } from './services';
+import { formatLogLine, prefixFor, serviceOfLogLine } from './log-format';
+import {
+  processModelOf,
+  type RunningServices,
+  SERVICE_NAMES,
+  SINGLE_PROCESS,
+  startServices,
+} from './services';
 
 /**
- * `npm start`: tools, infrastructure and every service as its own process, on this machine.
+ * `npm start`: tools, infrastructure and every service as its own process (or all of them in
+ * one, TAMP_PROCESSES=single), on this machine.
  * Prints one `ready` line when all are healthy; Ctrl-C or SIGTERM stops everything it started.
  */
 const dataDir = resolve(PROJECT_ROOT, process.env.TAMP_DATA_DIR ?? '.data');
@@ -17,6 +24,8 @@ const publicPort = Number(process.env.PORT ?? 8080);
 const adminPort = Number(process.env.ADMIN_PORT ?? 8081);
 /** Processes per service, the gateway's behind a round-robin proxy (docs/load-and-faults.md). */
 const replicas = Number(process.env.TAMP_REPLICAS ?? 1);
+/** `single`: every service in one process, their calls in memory (docs/service-layout.md). */
+const processes = processModelOf(process.env.TAMP_PROCESSES);
 /** NATS servers: one, or a JetStream cluster of this many on loopback. */
 const natsNodes = Number(process.env.TAMP_NATS_NODES ?? 1);
 const width = Math.max(...SERVICE_NAMES.map((name) => name.length), 'tamp'.length);
@@ -41,14 +50,17 @@ await runInForeground({
       publicPort,
       adminPort,
       replicas,
+      processes,
       env: {
         ADMIN_TOKEN: adminToken,
         // A local stop stays within 15 s: workers hand back what they cannot finish in 5 s.
         SHUTDOWN_TIMEOUT_MS: process.env.SHUTDOWN_TIMEOUT_MS ?? '10000',
         WORKER_STOP_GRACE_MS: process.env.WORKER_STOP_GRACE_MS ?? '5000',
       },
-      onLine: (name, line) =>
-        process.stdout.write(`${prefixFor(name, width)} ${formatLogLine(line)}\n`),
+      onLine: (name, line) => {
+        const source = name === SINGLE_PROCESS ? (serviceOfLogLine(line) ?? name) : name;
+        process.stdout.write(`${prefixFor(source, width)} ${formatLogLine(line)}\n`);
+      },
     });
     await services.waitUntilReady(180_000);
     await writeFile(

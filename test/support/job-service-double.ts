@@ -1,5 +1,5 @@
-import type { NatsConnection, Subscription } from '@nats-io/nats-core';
-import { Rpc } from '@tamp/kit';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { type Responding, Rpc } from '@tamp/kit';
 import {
   type EndpointDefinition,
   type JobMetrics,
@@ -45,7 +45,7 @@ export class JobServiceDouble {
   readonly calls: string[] = [];
   /** Next calls of an endpoint (by name) to fail with UNAVAILABLE. */
   readonly failNext = new Map<string, number>();
-  private readonly subscriptions: Subscription[] = [];
+  private readonly subscriptions: Responding[] = [];
   private readonly waiters: (() => void)[] = [];
 
   constructor(

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { freePort } from '@tamp/scripts/infra/launcher';
 import {
+  type ProcessName,
   type RunningServices,
-  type ServiceName,
+  type ServicesOptions,
   startServices,
 } from '@tamp/scripts/stack/services';
 import { isolatedInfrastructure } from './infrastructure';
@@ -24,21 +25,23 @@ export interface TestAccount {
 }
 
 /**
- * Every Tamp service as its own process, against this test file's private database, bucket and
- * NATS namespace on the shared servers: the system as an API client meets it.
+ * Every Tamp service as its own process (or all in one, `processes: 'single'`), against this
+ * test file's private database, bucket and NATS namespace on the shared servers: the system as
+ * an API client meets it.
  */
 export async function startTestStack(
-  options: { env?: Record<string, string>; runtime?: 'source' | 'bundle' } = {},
+  options: Pick<ServicesOptions, 'runtime' | 'processes'> & { env?: Record<string, string> } = {},
 ) {
   const infrastructure = isolatedInfrastructure();
   const [publicPort, adminPort] = await Promise.all([freePort(), freePort()]);
   const adminToken = randomBytes(16).toString('hex');
-  const logs = new Map<ServiceName, string[]>();
+  const logs = new Map<ProcessName, string[]>();
   const services: RunningServices = await startServices({
     infrastructure,
     publicPort,
     adminPort,
     runtime: options.runtime ?? 'source',
+    processes: options.processes,
     env: {
       ...infrastructure.serviceEnv,
       ADMIN_TOKEN: adminToken,
@@ -130,7 +133,7 @@ export interface PublicApi {
 
 export type TestStack = Awaited<ReturnType<typeof startTestStack>>;
 
-function dumpLogs(logs: Map<ServiceName, string[]>): string {
+function dumpLogs(logs: Map<ProcessName, string[]>): string {
   return [...logs]
     .map(([service, lines]) =>
       lines

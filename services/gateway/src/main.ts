@@ -1,30 +1,6 @@
 // First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
 import '@tamp/kit/instrument';
 import { runService } from '@tamp/kit';
-import { configSchema, gatewaySettingsFrom } from './config';
-import { startGatewayService } from './service';
+import { gatewayService } from './definition';
 
-await runService({
-  name: 'gateway',
-  configSchema,
-  async start({ config, logger, metrics, connectNats, openObjectStore }) {
-    const { nats, topology, rpc, streamReplicas } = await connectNats(config);
-    const objectStore = await openObjectStore(config);
-    if (config.ADMIN_TOKEN === undefined) {
-      logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
-    }
-    const gateway = await startGatewayService({
-      logger,
-      nats,
-      topology,
-      rpc,
-      streamReplicas,
-      objectStore,
-      settings: gatewaySettingsFrom(config),
-      metrics,
-    });
-    await gateway.publicApp.listen({ port: config.PORT, host: config.HOST });
-    await gateway.adminApp.listen({ port: config.ADMIN_PORT, host: config.ADMIN_HOST });
-    return gateway;
-  },
-});
+await runService(gatewayService);

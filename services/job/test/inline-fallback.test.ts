@@ -7,6 +7,7 @@ import {
   type JobWorker,
   PermanentJobError,
   type ProcessJob,
+  Rpc,
   serveInlineWork,
   startJobWorker,
 } from '@tamp/kit';
@@ -62,7 +63,7 @@ let queuedWorker: JobWorker | undefined;
 beforeAll(async () => {
   await harness.start();
   inlineServer = serveInlineWork({
-    nats: harness.peerNats,
+    rpc: new Rpc(harness.peerNats, harness.topology, harness.logger),
     subject: harness.topology.subjects.inline.image,
     queue: 'worker-image',
     processJob: processImage,

@@ -1,4 +1,5 @@
 export * from './config';
+export * from './in-process-responders';
 export * from './job-worker/index';
 export * from './logger';
 export * from './metrics';

@@ -1,23 +1,62 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ConsumerDefinition, JobStatus, Pipeline } from '@tamp/proto';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  AggregatorRegistry,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  Registry,
+} from 'prom-client';
 
 export type { Registry };
 
 /**
- * One registry per process, labelled with the service name, with Node's default metrics. The
- * metrics a service adds are defined below or beside their service; docs/operating.md
- * explains each, and the chart's dashboard and alerts read them.
+ * One registry per service, labelled with the service name, with Node's default metrics unless
+ * the process runs several services (runServices gives those to a registry of the process's
+ * own). The metrics a service adds are defined below or beside their service;
+ * docs/operating.md explains each, and the chart's dashboard and alerts read them.
  */
-export function createMetricsRegistry(service: string): Registry {
+export function createMetricsRegistry(
+  service: string,
+  options: { nodeMetrics?: boolean } = {},
+): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
-  collectDefaultMetrics({
-    register: registry,
-    eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
-  });
+  if (options.nodeMetrics ?? true) {
+    collectDefaultMetrics({
+      register: registry,
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
+  }
   return registry;
+}
+
+/**
+ * What a process's `/metrics` serves: its one service's registry, or for several services
+ * (which runServices creates without Node's metrics) those registries and one of the process's
+ * own with Node's metrics, as one exposition. A metric two services define (the workers' job
+ * counters) is then one family whose series differ by their `service` label, as Prometheus
+ * requires, rather than two families of the same name.
+ */
+export function processMetrics(
+  processName: string,
+  registries: readonly Registry[],
+): Pick<Registry, 'metrics' | 'contentType'> {
+  const [only, ...others] = registries;
+  if (only !== undefined && others.length === 0) return only;
+  return mergedMetrics([createMetricsRegistry(processName), ...registries]);
+}
+
+function mergedMetrics(registries: readonly Registry[]): Pick<Registry, 'metrics' | 'contentType'> {
+  return {
+    contentType: Registry.PROMETHEUS_CONTENT_TYPE,
+    async metrics() {
+      const families = await Promise.all(registries.map((registry) => registry.getMetricsAsJSON()));
+      return AggregatorRegistry.aggregate(families).metrics();
+    },
+  };
 }
 
 /**

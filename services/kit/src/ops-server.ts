@@ -4,22 +4,37 @@ import type { Registry } from 'prom-client';
 
 export type ReadinessCheck = () => Promise<void> | void;
 
+/** What a service adds to its process's readiness. */
+export interface ReadinessChecks {
+  addReadinessCheck(name: string, check: ReadinessCheck): void;
+}
+
+/** What `/metrics` serves: a registry, or several merged (mergedMetrics). */
+export type MetricsSource = Pick<Registry, 'metrics' | 'contentType'>;
+
 const CHECK_TIMEOUT_MS = 2_000;
 
 /**
  * Liveness, readiness and metrics on their own port, apart from any public traffic, so probes
  * and scrapes never compete with (or are exposed like) the API.
  */
-export class OpsServer {
+export class OpsServer implements ReadinessChecks {
   private readonly checks = new Map<string, ReadinessCheck>();
   private ready = false;
   private draining = false;
   private server: Server | undefined;
 
-  constructor(private readonly registry: Registry) {}
+  constructor(private readonly registry: MetricsSource) {}
 
   addReadinessCheck(name: string, check: ReadinessCheck): void {
     this.checks.set(name, check);
+  }
+
+  /** The checks of one of several services in the process, named `<service>.<check>`. */
+  scoped(service: string): ReadinessChecks {
+    return {
+      addReadinessCheck: (name, check) => this.addReadinessCheck(`${service}.${name}`, check),
+    };
   }
 
   markReady(): void {

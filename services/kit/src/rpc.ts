@@ -3,7 +3,6 @@ import {
   type MsgHdrs,
   type NatsConnection,
   headers as natsHeaders,
-  type Subscription,
 } from '@nats-io/nats-core';
 import { type Span, SpanKind } from '@opentelemetry/api';
 import {
@@ -16,6 +15,7 @@ import {
 } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { InProcessResponders, Responder } from './in-process-responders';
 import { NoAnswerError, ReplyInbox } from './reply-inbox';
 import { extractTraceContext, injectTraceContext, inSpan, markFailed } from './tracing';
 import { asServiceError } from './transient-errors';
@@ -113,6 +113,8 @@ export class Rpc {
     readonly topology: Topology,
     private readonly logger: Logger,
     private readonly timing: RpcTiming = DEFAULT_RPC_TIMING,
+    /** Responders of services running in this process (`runServices`): called in memory. */
+    private readonly inProcess?: InProcessResponders,
   ) {
     this.replies = new ReplyInbox(nats);
   }
@@ -126,6 +128,8 @@ export class Rpc {
    * answered, or rejected with NoAnswerError once silent or past `timeoutMs`.
    */
   request(subject: string, payload: string, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+    const inMemory = this.inProcess?.request(subject, payload, headers, timeoutMs);
+    if (inMemory !== undefined) return inMemory;
     headers.set(HEARTBEAT_HEADER, String(this.timing.heartbeatMs));
     return this.replies.request(subject, payload, headers, {
       timeoutMs,
@@ -222,17 +226,35 @@ export class Rpc {
   serve<Endpoint extends AnyEndpoint>(
     endpoint: Endpoint,
     handler: EndpointHandler<Endpoint>,
-  ): Subscription {
-    return this.nats.subscribe(this.subject(endpoint), {
-      queue: endpoint.service,
-      callback: (error, message) => {
-        if (error !== null) {
-          this.logger.error({ err: error }, 'subscription error');
-          return;
-        }
-        void this.handle(endpoint, handler, message);
-      },
+  ): Responding {
+    return this.respondTo(this.subject(endpoint), endpoint.service, (error, message) => {
+      if (error !== null) {
+        this.logger.error({ err: error }, 'subscription error');
+        return;
+      }
+      void this.handle(endpoint, handler, message);
     });
+  }
+
+  /**
+   * Answers requests on `subject` in `queue`: over NATS, and in memory for callers in this
+   * process when it runs several services (InProcessResponders). Every request/reply server of
+   * Tamp subscribes through here (typed endpoints, inline work).
+   */
+  respondTo(subject: string, queue: string, responder: Responder): Responding {
+    const subscription = this.nats.subscribe(subject, { queue, callback: responder });
+    const removeInProcess = this.inProcess?.add(subject, responder) ?? (() => {});
+    return {
+      isClosed: () => subscription.isClosed(),
+      drain: () => {
+        removeInProcess();
+        return subscription.drain();
+      },
+      unsubscribe: () => {
+        removeInProcess();
+        subscription.unsubscribe();
+      },
+    };
   }
 
   /** One SERVER span per request, child of the caller's span; error replies mark it failed. */
@@ -311,6 +333,13 @@ export class Rpc {
   }
 }
 
+/** A served subject: drained (requests already delivered are still handled) or dropped. */
+export interface Responding {
+  isClosed(): boolean;
+  drain(): Promise<void>;
+  unsubscribe(): void;
+}
+
 export type EndpointHandler<Endpoint extends AnyEndpoint> = (
   request: z.output<Endpoint['request']>,
   meta: CallMeta,
@@ -322,7 +351,7 @@ export type EndpointHandler<Endpoint extends AnyEndpoint> = (
  * then waits for the handlers under way, so their answers leave before the connection closes.
  */
 export class EndpointGroup {
-  private readonly subscriptions: Subscription[] = [];
+  private readonly subscriptions: Responding[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly rpc: Rpc) {}

@@ -17,8 +17,9 @@ import {
   type S3Env,
   type ServiceEnv,
 } from './config';
+import { InProcessResponders } from './in-process-responders';
 import { createLogger } from './logger';
-import { createMetricsRegistry } from './metrics';
+import { createMetricsRegistry, processMetrics } from './metrics';
 import {
   connectMongo,
   connectMongoClient,
@@ -27,7 +28,7 @@ import {
 } from './mongo';
 import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
 import { ObjectStore } from './object-store';
-import { OpsServer } from './ops-server';
+import { OpsServer, type ReadinessChecks } from './ops-server';
 import { Rpc } from './rpc';
 import { Shutdown } from './shutdown';
 import { startTracing } from './tracing';
@@ -44,8 +45,10 @@ export class ServiceContext<Config extends ServiceEnv> {
     readonly config: Config,
     readonly logger: Logger,
     readonly metrics: Registry,
-    readonly ops: OpsServer,
+    readonly ops: ReadinessChecks,
     readonly shutdown: Shutdown,
+    /** Set when the process runs several services (runServices): their calls stay in memory. */
+    private readonly inProcess?: InProcessResponders,
   ) {}
 
   /**
@@ -71,7 +74,8 @@ export class ServiceContext<Config extends ServiceEnv> {
     const streamReplicas = streamReplicasFor(env.NATS_STREAM_REPLICAS, nats.info);
     this.logger.info({ streamReplicas, cluster: nats.info?.cluster }, 'stream replicas');
     await withRetries(() => provisionTopology(nats, topology, streamReplicas));
-    return { nats, topology, rpc: new Rpc(nats, topology, this.logger), streamReplicas };
+    const rpc = new Rpc(nats, topology, this.logger, undefined, this.inProcess);
+    return { nats, topology, rpc, streamReplicas };
   };
 
   readonly connectMongo = async (
@@ -157,46 +161,113 @@ export interface ServiceDefinition<Schema extends z.ZodType<ServiceEnv, unknown>
  */
 export async function runService<Schema extends z.ZodType<ServiceEnv, unknown>>(
   definition: ServiceDefinition<Schema>,
-): Promise<ServiceContext<z.output<Schema>>> {
-  let config: z.output<Schema>;
-  try {
-    config = loadConfig(definition.name, definition.configSchema);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
-  const logger = createLogger(definition.name, config.LOG_LEVEL);
-  const shutdown = new Shutdown(logger, config.SHUTDOWN_TIMEOUT_MS);
+): Promise<void> {
+  await runServices(definition.name, [definition]);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: definitions of different configs run side by side
+type AnyServiceDefinition = ServiceDefinition<any>;
+
+/**
+ * Runs several services in one process, as `runService` runs one (docs/service-layout.md, "One
+ * process or one per service"): one ops server whose readiness needs every service's checks
+ * (named `<service>.<check>`) and whose metrics carry each service's label, one tracer named
+ * `processName`, one shutdown that stops the services in reverse start order, each before its
+ * own connections close. Their request/reply calls to one another stay in memory
+ * (InProcessResponders); streams and events still go through NATS. Each service reads its
+ * variables from the same environment; OPS_*, LOG_LEVEL and tracing come from the first's.
+ */
+export async function runServices(
+  processName: string,
+  definitions: readonly AnyServiceDefinition[],
+): Promise<void> {
+  const alone = definitions.length === 1;
+  const services = loadConfigsOrExit(definitions).map(({ definition, config }) => ({
+    definition,
+    config,
+    metrics: createMetricsRegistry(definition.name, { nodeMetrics: alone }),
+  }));
+  const first = services[0]?.config;
+  if (first === undefined) throw new Error('runServices needs at least one service');
+  const logger = createLogger(processName, first.LOG_LEVEL);
+  const timeoutMs = Math.max(...services.map(({ config }) => config.SHUTDOWN_TIMEOUT_MS));
+  const shutdown = new Shutdown(logger, timeoutMs);
   shutdown.installSignalHandlers();
   const stopTracing = await startTracing({
-    service: definition.name,
-    endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+    service: processName,
+    endpoint: first.OTEL_EXPORTER_OTLP_ENDPOINT,
     logger,
   });
   shutdown.register('tracing', stopTracing);
-  const metrics = createMetricsRegistry(definition.name);
-  const ops = new OpsServer(metrics);
-  const opsPort = await ops.listen(config.OPS_PORT, config.OPS_HOST);
+  const ops = new OpsServer(
+    processMetrics(
+      processName,
+      services.map(({ metrics }) => metrics),
+    ),
+  );
+  const opsPort = await ops.listen(first.OPS_PORT, first.OPS_HOST);
   shutdown.register('ops-server', () => ops.close());
-  const context = new ServiceContext(definition.name, config, logger, metrics, ops, shutdown);
-  try {
-    const service = await definition.start(context);
-    // Registered after the connections start opened, so it runs before they close: the service
-    // stops taking work and finishes what is in flight while NATS and MongoDB are still there.
-    if (service !== null) shutdown.register(definition.name, () => service.stop());
-  } catch (error) {
-    logger.fatal({ err: error }, 'failed to start');
-    await shutdown.run('start failed');
-    process.exit(1);
+  const inProcess = alone ? undefined : new InProcessResponders();
+  const started: RunningService[] = [];
+  for (const { definition, config, metrics } of services) {
+    const context = new ServiceContext(
+      definition.name,
+      config,
+      alone ? logger : createLogger(definition.name, config.LOG_LEVEL),
+      metrics,
+      alone ? ops : ops.scoped(definition.name),
+      shutdown,
+      inProcess,
+    );
+    try {
+      const service = await definition.start(context);
+      if (service !== null) started.push(service);
+    } catch (error) {
+      context.logger.fatal({ err: error }, 'failed to start');
+      await stopServices(started);
+      await shutdown.run('start failed');
+      process.exit(1);
+    }
   }
+  // Registered after every connection opened, so it runs before any closes: the services stop
+  // taking work and finish what is in flight while NATS and MongoDB are still there.
+  shutdown.register('services', () => stopServices(started));
   // Registered last so it runs first: readiness drops before anything closes.
   shutdown.register('readiness', () => ops.markDraining());
   ops.markReady();
-  logger.info({ opsPort }, 'started');
-  return context;
+  logger.info({ opsPort, services: definitions.map((definition) => definition.name) }, 'started');
+}
+
+/** Every definition with its config, or exit 1 naming every problem of every one. */
+function loadConfigsOrExit(
+  definitions: readonly AnyServiceDefinition[],
+): { definition: AnyServiceDefinition; config: ServiceEnv }[] {
+  const problems: string[] = [];
+  const loaded: { definition: AnyServiceDefinition; config: ServiceEnv }[] = [];
+  for (const definition of definitions) {
+    try {
+      loaded.push({ definition, config: loadConfig(definition.name, definition.configSchema) });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  if (problems.length > 0) {
+    process.stderr.write(`${problems.join('\n')}\n`);
+    process.exit(1);
+  }
+  return loaded;
+}
+
+/**
+ * The last started (the gateway, which takes the traffic) first, then the others together, as
+ * the local stack stops a process per service: one after another, the workers' waits for their
+ * last fetch would add up past the shutdown's time-out.
+ */
+async function stopServices(started: readonly RunningService[]): Promise<void> {
+  const last = started.at(-1);
+  await last?.stop();
+  await Promise.all(started.slice(0, -1).map((service) => service.stop()));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createTopology, type EndpointDefinition, ServiceError } from '@tamp/proto';
+import { createTopology, ServiceError } from '@tamp/proto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -12,18 +12,10 @@ import {
   type RpcTiming,
   UndeliveredCallError,
 } from '../src/rpc';
+import { divide } from './support/divide-endpoint';
 
 const infrastructure = isolatedInfrastructure();
 const logger = pino({ level: 'silent' });
-const divide: EndpointDefinition<
-  z.ZodType<{ a: number; b: number }>,
-  z.ZodType<{ quotient: number }>
-> = {
-  service: 'maths',
-  name: 'divide',
-  request: z.object({ a: z.number(), b: z.number() }),
-  response: z.object({ quotient: z.number() }),
-};
 let server: NatsConnection;
 let client: NatsConnection;
 let rpc: Rpc;

@@ -1,12 +1,6 @@
 // First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
 import '@tamp/kit/instrument';
-import { runPipelineWorker } from '@tamp/kit';
-import { configSchema, workerImageSettingsFrom } from './config';
-import { startWorkerImageService } from './service';
+import { runService } from '@tamp/kit';
+import { workerImageService } from './definition';
 
-await runPipelineWorker({
-  pipeline: 'image',
-  configSchema,
-  settingsFrom: workerImageSettingsFrom,
-  start: startWorkerImageService,
-});
+await runService(workerImageService);

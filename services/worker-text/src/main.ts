@@ -1,12 +1,6 @@
 // First: tracing must patch libraries before anything loads them (kit/src/instrument.ts).
 import '@tamp/kit/instrument';
-import { runPipelineWorker } from '@tamp/kit';
-import { configSchema, workerTextSettingsFrom } from './config';
-import { startWorkerTextService } from './service';
+import { runService } from '@tamp/kit';
+import { workerTextService } from './definition';
 
-await runPipelineWorker({
-  pipeline: 'text',
-  configSchema,
-  settingsFrom: workerTextSettingsFrom,
-  start: startWorkerTextService,
-});
+await runService(workerTextService);

@@ -1,4 +1,4 @@
-import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
+import type { Msg } from '@nats-io/nats-core';
 import {
   type InlineWorkReply,
   inlineWorkReply,
@@ -9,7 +9,7 @@ import {
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { DEADLINE_HEADER, readMessage, sendHeartbeats } from '../rpc';
+import { DEADLINE_HEADER, type Responding, type Rpc, readMessage, sendHeartbeats } from '../rpc';
 import { inConsumerSpan } from '../tracing';
 import { jobWorkerMetrics } from './metrics';
 import type { ResourceGate } from './resource-gate';
@@ -17,7 +17,8 @@ import { describeError, isPermanentError, type ProcessJob } from './types';
 import { withJobWorkspace } from './workspace';
 
 export interface InlineWorkOptions {
-  nats: NatsConnection;
+  /** Serves the subject (over NATS, and in memory to a job service in the same process). */
+  rpc: Rpc;
   /** `topology.subjects.inline.<pipeline>`. */
   subject: string;
   /** Queue group: one worker of the service answers each request. Use the service name. */
@@ -150,16 +151,17 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
     running.set(done, controller);
   };
 
-  const subscription: Subscription = options.nats.subscribe(options.subject, {
-    queue: options.queue,
-    callback: (error, msg) => {
+  const subscription: Responding = options.rpc.respondTo(
+    options.subject,
+    options.queue,
+    (error, msg) => {
       if (error !== null) {
         logger.error({ err: error }, 'inline subscription error');
         return;
       }
       accept(msg);
     },
-  });
+  );
   logger.info({ queue: options.queue, concurrency }, 'serving inline work');
 
   let stopped: Promise<void> | undefined;

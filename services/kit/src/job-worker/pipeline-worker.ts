@@ -7,7 +7,7 @@ import type { NatsEnv, S3Env, ServiceEnv } from '../config';
 import type { NatsConnection } from '../nats';
 import type { ObjectStore } from '../object-store';
 import type { Rpc } from '../rpc';
-import { type RunningService, runService } from '../service';
+import type { RunningService, ServiceDefinition } from '../service';
 import type { JobWorkerEnv, JobWorkerSettings } from './config';
 import { serveInlineWork } from './inline';
 import { FETCH_EXPIRES_MS, startJobWorker } from './job-worker';
@@ -54,7 +54,7 @@ export async function startPipelineWorker<P extends Pipeline>(
   const inline = INLINE_PIPELINES.has(pipeline)
     ? serveInlineWork({
         ...shared,
-        nats: dependencies.nats,
+        rpc: dependencies.rpc,
         subject: dependencies.topology.subjects.inline[pipeline as 'image' | 'text'],
         queue: service,
         concurrency: settings.inlineConcurrency,
@@ -90,8 +90,8 @@ function onlyPipeline<P extends Pipeline>(pipeline: P, processJob: ProcessJob<P>
 
 type WorkerServiceEnv = ServiceEnv & NatsEnv & S3Env & JobWorkerEnv;
 
-/** The whole `main.ts` of a worker service: connect, open storage, start with its settings. */
-export async function runPipelineWorker<
+/** The whole definition of a worker service: connect, open storage, start with its settings. */
+export function pipelineWorkerService<
   Schema extends z.ZodType<WorkerServiceEnv, unknown>,
   Settings,
 >(options: {
@@ -100,8 +100,8 @@ export async function runPipelineWorker<
   /** The service's `<service>SettingsFrom` (its config.ts). */
   settingsFrom(config: z.output<Schema>): Settings;
   start(dependencies: PipelineWorkerDependencies & { settings: Settings }): Promise<RunningService>;
-}): Promise<void> {
-  await runService({
+}): ServiceDefinition<Schema> {
+  return {
     name: WORKER_SERVICES[options.pipeline],
     configSchema: options.configSchema,
     async start({ config, logger, metrics, connectNats, openObjectStore }) {
@@ -116,5 +116,5 @@ export async function runPipelineWorker<
         metrics,
       });
     },
-  });
+  };
 }

@@ -13,7 +13,7 @@ import { PermanentJobError, type ProcessJob } from '../../src/job-worker/types';
 import { connectNats, type NatsConnection, provisionTopology } from '../../src/nats';
 import { MissingObjectError, ObjectStore } from '../../src/object-store';
 import { ReplyInbox } from '../../src/reply-inbox';
-import { DEADLINE_HEADER, HEARTBEAT_HEADER } from '../../src/rpc';
+import { DEADLINE_HEADER, HEARTBEAT_HEADER, Rpc } from '../../src/rpc';
 
 const infrastructure = isolatedInfrastructure();
 const topology = createTopology(infrastructure.namespace);
@@ -32,7 +32,7 @@ beforeAll(async () => {
   store = new ObjectStore({ ...infrastructure.s3, bucket: infrastructure.bucket });
   await store.provision([]);
   server = serveInlineWork({
-    nats,
+    rpc: new Rpc(nats, topology, logger),
     subject,
     queue: 'worker-text',
     processJob: (work, context) => processJob(work, context),
