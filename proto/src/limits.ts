@@ -45,6 +45,14 @@ export const LIMITS = {
   imageSearchBudgetMs: 20_000,
   webhookDeadlineMs: 10_000,
   webhookRetries: 5,
+  /**
+   * An account's keys travel in one internal reply and one dashboard page, so they are
+   * bounded: at most this many active keys (creating another is refused until one is
+   * revoked) ...
+   */
+  activeApiKeysPerAccount: 100,
+  /** ... and, besides them, the keys revoked most recently; older revoked keys are not listed. */
+  listedRevokedApiKeys: 100,
 } as const;
 
 /** Bytes covered by one credit, per pipeline (spec: "1 credit per started N MB/KB"). */

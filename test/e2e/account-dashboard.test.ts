@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { LIMITS } from '@tamp/proto';
 import { tinyPng } from '@tamp/scripts/fixtures/media';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -124,6 +125,22 @@ describe('account dashboard', () => {
     const created = await client.post('/dashboard/keys', { _csrf: token });
     expect(created.status).toBe(200);
     expect(await created.text()).toMatch(/value="sk_live_[A-Za-z0-9]+"/);
+  });
+
+  it('says on the page when the account has as many active keys as it may', async () => {
+    const crowded = await stack.createAccount({ plan: 'pro' });
+    const path = `/admin/accounts/${crowded.accountId}/keys`;
+    for (let key = 1; key < LIMITS.activeApiKeysPerAccount; key++) {
+      expect((await stack.admin('POST', path)).status).toBe(201);
+    }
+    const client = await signedIn(crowded.apiKey);
+    const refused = await client.post('/dashboard/keys', {
+      _csrf: await client.csrfToken('/dashboard/keys'),
+    });
+    expect(refused.status).toBe(400);
+    const page = await refused.text();
+    expect(page).toContain(`at most ${LIMITS.activeApiKeysPerAccount} active API keys`);
+    expect(page).not.toMatch(/value="sk_live_/);
   });
 
   it('revokes a key created in the dashboard, and the API refuses it within 5 seconds', async () => {

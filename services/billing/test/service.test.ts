@@ -1,6 +1,6 @@
-import { billingEndpoints, MB, newId, type ServiceError } from '@tamp/proto';
+import { billingEndpoints, LIMITS, MB, newId, type ServiceError } from '@tamp/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AccountDocument, LedgerEntry } from '../src/adapters/documents';
+import type { AccountDocument, ApiKeyDocument, LedgerEntry } from '../src/adapters/documents';
 import { BillingHarness, failure } from './harness';
 
 const JANUARY = new Date('2025-01-15T12:00:00Z');
@@ -86,6 +86,43 @@ describe('accounts and keys', () => {
     expect((await failure(call(billingEndpoints.revokeKey, { keyId: newId('apiKey') }))).code).toBe(
       'NOT_FOUND',
     );
+  });
+
+  it("bounds an account's keys: so many active, then the ones revoked last", async () => {
+    const account = await harness.createAccount();
+    const { accountId } = account;
+    const keyDocument = (index: number, revokedAt: Date | null): ApiKeyDocument => ({
+      _id: newId('apiKey'),
+      hash: `${index}`.padStart(64, '0'),
+      accountId,
+      displayPrefix: 'sk_live_test',
+      createdAt: new Date(JANUARY.getTime() + index * 1_000),
+      revokedAt,
+    });
+    const revokedAt = (index: number) => new Date(JANUARY.getTime() + 3_600_000 + index * 1_000);
+    const keys = harness.db.collection<ApiKeyDocument>('api_keys');
+    const extraRevoked = LIMITS.listedRevokedApiKeys + 20;
+    await keys.insertMany([
+      ...Array.from({ length: LIMITS.activeApiKeysPerAccount - 1 }, (_, i) => keyDocument(i, null)),
+      ...Array.from({ length: extraRevoked }, (_, i) => keyDocument(1_000 + i, revokedAt(i))),
+    ]);
+
+    // The account's own first key makes the limit: one more is refused until one is revoked.
+    const refused = await failure(call(billingEndpoints.createKey, { accountId }));
+    expect(refused.code).toBe('VALIDATION_ERROR');
+    const listed = (await call(billingEndpoints.listKeys, { accountId })).keys;
+    expect(listed.filter((key) => key.revokedAt === null)).toHaveLength(
+      LIMITS.activeApiKeysPerAccount,
+    );
+    const revoked = listed.filter((key) => key.revokedAt !== null);
+    // The revoked keys listed are the last ones revoked; the first 20 revoked are left out.
+    expect(revoked.map((key) => key.revokedAt).sort()).toEqual(
+      Array.from({ length: LIMITS.listedRevokedApiKeys }, (_, i) =>
+        revokedAt(extraRevoked - LIMITS.listedRevokedApiKeys + i).toISOString(),
+      ),
+    );
+    await call(billingEndpoints.revokeKey, { keyId: listed[0]!.keyId });
+    expect((await call(billingEndpoints.createKey, { accountId })).apiKey).toMatch(/^sk_live_/);
   });
 
   it('stores only the hash of keys and a sealed webhook secret', async () => {

@@ -41,7 +41,22 @@ export class ApiKeyRepository extends KeyedRepository<ApiKeyDocument> {
     await this.collection.updateOne({ _id: keyId }, { $set: { lastUsedAt: minute } });
   }
 
-  list(accountId: string): Promise<ApiKeyDocument[]> {
-    return this.collection.find({ accountId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  countActive(accountId: string): Promise<number> {
+    return this.collection.countDocuments({ accountId, revokedAt: null });
+  }
+
+  /** The account's active keys and its `revokedLimit` last revoked ones, oldest first. */
+  async list(accountId: string, revokedLimit: number): Promise<ApiKeyDocument[]> {
+    const [active, revoked] = await Promise.all([
+      this.collection.find({ accountId, revokedAt: null }).toArray(),
+      this.collection
+        .find({ accountId, revokedAt: { $ne: null } })
+        .sort({ revokedAt: -1, _id: 1 })
+        .limit(revokedLimit)
+        .toArray(),
+    ]);
+    return [...active, ...revoked].sort(
+      (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id),
+    );
   }
 }

@@ -1,4 +1,4 @@
-import { isId, newId, ServiceError } from '@tamp/proto';
+import { isId, LIMITS, newId, ServiceError } from '@tamp/proto';
 import type { AccountRepository } from '../adapters/account-repository';
 import type { ApiKeyRepository } from '../adapters/api-key-repository';
 import type { ApiKeyDocument } from '../adapters/documents';
@@ -39,9 +39,19 @@ export class ApiKeys {
     };
   }
 
-  /** A new key of an existing account; the key itself is in this answer only. */
+  /**
+   * A new key of an existing account; the key itself is in this answer only. Refused while the
+   * account has LIMITS.activeApiKeysPerAccount active keys (concurrent creations can pass the
+   * count together, so a few over it are possible, never without bound).
+   */
   async create(accountId: string): Promise<{ keyId: string; apiKey: string }> {
     await this.accounts.get(accountId);
+    if ((await this.keys.countActive(accountId)) >= LIMITS.activeApiKeysPerAccount) {
+      throw new ServiceError(
+        'VALIDATION_ERROR',
+        `An account has at most ${LIMITS.activeApiKeysPerAccount} active API keys: revoke one first`,
+      );
+    }
     return this.mint(accountId);
   }
 
@@ -70,7 +80,7 @@ export class ApiKeys {
 
   async list(accountId: string) {
     await this.accounts.get(accountId);
-    return { keys: (await this.keys.list(accountId)).map(keyView) };
+    return { keys: (await this.keys.list(accountId, LIMITS.listedRevokedApiKeys)).map(keyView) };
   }
 }
 

@@ -1,4 +1,4 @@
-import { billingEndpoints } from '@tamp/proto';
+import { billingEndpoints, ServiceError } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
@@ -24,8 +24,15 @@ export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, {
   // Answered with the page itself, not a redirect: the new key must not travel in a URL.
   app.post('/keys', async (request, reply) => {
     const { accountId, csrfToken } = request.dashboardSession;
-    const created = await rpc.call(billingEndpoints.createKey, { accountId });
-    return reply.type(HTML).send(await render(accountId, { csrfToken, created }));
+    try {
+      const created = await rpc.call(billingEndpoints.createKey, { accountId });
+      return reply.type(HTML).send(await render(accountId, { csrfToken, created }));
+    } catch (error) {
+      // The one the customer can fix (too many active keys) is said on the page.
+      if (!(error instanceof ServiceError && error.httpStatus < 500)) throw error;
+      const page = await render(accountId, { csrfToken, problem: error.message });
+      return reply.status(400).type(HTML).send(page);
+    }
   });
 
   app.post(
