@@ -9,34 +9,24 @@ const LEVELS: Record<number, string> = {
 const QUIET_KEYS = new Set(['level', 'time', 'pid', 'hostname', 'service', 'msg']);
 
 /**
- * Turns one pino JSON line into `LEVEL message key=value…` for people watching `npm start`;
- * anything that is not pino JSON passes through unchanged.
+ * One line of a service's output for people watching `npm start`: a pino JSON line becomes
+ * `LEVEL message key=value…`, with the service it names (its `service` field, which tells the
+ * services of the one process apart); anything else passes through unchanged.
  */
-export function formatLogLine(line: string): string {
-  if (!line.startsWith('{')) return line;
+export function readLogLine(line: string): { text: string; service: string | undefined } {
+  if (!line.startsWith('{')) return { text: line, service: undefined };
   try {
     const record = JSON.parse(line) as Record<string, unknown>;
     const level = LEVELS[Number(record.level)] ?? 'INFO ';
     const extras = Object.entries(record)
       .filter(([key]) => !QUIET_KEYS.has(key))
       .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
-    return [level, String(record.msg ?? ''), ...extras].join(' ');
+    return {
+      text: [level, String(record.msg ?? ''), ...extras].join(' '),
+      service: typeof record.service === 'string' ? record.service : undefined,
+    };
   } catch {
-    return line;
-  }
-}
-
-/**
- * The service a pino JSON line names (its `service` field), for the one process that runs them
- * all; undefined for anything else.
- */
-export function serviceOfLogLine(line: string): string | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    const service = (JSON.parse(line) as { service?: unknown }).service;
-    return typeof service === 'string' ? service : undefined;
-  } catch {
-    return undefined;
+    return { text: line, service: undefined };
   }
 }
 

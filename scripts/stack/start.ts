@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { launchInfrastructure, type RunningInfrastructure } from '../infra/launcher';
 import { isRunning, killLeftovers, runInForeground } from '../infra/processes';
 import { PROJECT_ROOT, provisionTools } from '../infra/provision';
-import { formatLogLine, prefixFor, serviceOfLogLine } from './log-format';
+import { prefixFor, readLogLine } from './log-format';
 import {
   processModelOf,
   type RunningServices,
@@ -28,7 +28,7 @@ const replicas = Number(process.env.TAMP_REPLICAS ?? 1);
 const processes = processModelOf(process.env.TAMP_PROCESSES);
 /** NATS servers: one, or a JetStream cluster of this many on loopback. */
 const natsNodes = Number(process.env.TAMP_NATS_NODES ?? 1);
-const width = Math.max(...SERVICE_NAMES.map((name) => name.length), 'tamp'.length);
+const width = Math.max(...SERVICE_NAMES.map((name) => name.length), SINGLE_PROCESS.length);
 const say = (message: string) => process.stdout.write(`${prefixFor('tamp', width)} ${message}\n`);
 
 let infrastructure: RunningInfrastructure | undefined;
@@ -58,8 +58,9 @@ await runInForeground({
         WORKER_STOP_GRACE_MS: process.env.WORKER_STOP_GRACE_MS ?? '5000',
       },
       onLine: (name, line) => {
-        const source = name === SINGLE_PROCESS ? (serviceOfLogLine(line) ?? name) : name;
-        process.stdout.write(`${prefixFor(source, width)} ${formatLogLine(line)}\n`);
+        const { text, service } = readLogLine(line);
+        const source = name === SINGLE_PROCESS ? (service ?? name) : name;
+        process.stdout.write(`${prefixFor(source, width)} ${text}\n`);
       },
     });
     await services.waitUntilReady(180_000);

@@ -41,28 +41,26 @@ export class InProcessResponders {
     const responder = this.bySubject.get(subject);
     if (responder === undefined) return undefined;
     return new Promise<Msg>((resolve, reject) => {
-      let answered = false;
-      const timer = setTimeout(() => {
-        answered = true;
-        reject(new NoAnswerError('timed-out', subject));
-      }, timeoutMs);
-      const answer = (reply: string) => {
-        if (answered) return;
-        answered = true;
+      let settled = false;
+      const settle = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
-        resolve(new InProcessMessage(subject, reply, undefined, undefined));
+        outcome();
       };
+      const timer = setTimeout(
+        () => settle(() => reject(new NoAnswerError('timed-out', subject))),
+        timeoutMs,
+      );
       const request = new InProcessMessage(subject, payload, headers, (body) => {
-        const text = textOf(body);
-        if (text.length > 0) answer(text);
+        const answer = textOf(body);
+        if (answer.length > 0) settle(() => resolve(new InProcessMessage(subject, answer)));
         return true;
       });
       try {
         responder(null, request);
       } catch (error) {
-        answered = true;
-        clearTimeout(timer);
-        reject(error);
+        settle(() => reject(error));
       }
     });
   }
@@ -76,8 +74,9 @@ class InProcessMessage implements Msg {
   constructor(
     readonly subject: string,
     private readonly body: string,
-    readonly headers: MsgHdrs | undefined,
-    private readonly onRespond: ((payload?: Payload) => boolean) | undefined,
+    readonly headers?: MsgHdrs,
+    /** A request's way back to its caller; an answer has none. */
+    private readonly onRespond?: (payload?: Payload) => boolean,
   ) {
     // Responders answer only messages with a reply subject; this one names no real inbox.
     this.reply = onRespond === undefined ? undefined : `_INPROCESS.${subject}`;

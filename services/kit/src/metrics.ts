@@ -12,6 +12,9 @@ import {
 
 export type { Registry };
 
+/** What a process's `/metrics` serves: one registry, or several merged (processMetrics). */
+export type MetricsSource = Pick<Registry, 'metrics' | 'contentType'>;
+
 /**
  * One registry per service, labelled with the service name, with Node's default metrics unless
  * the process runs several services (runServices gives those to a registry of the process's
@@ -43,13 +46,13 @@ export function createMetricsRegistry(
 export function processMetrics(
   processName: string,
   registries: readonly Registry[],
-): Pick<Registry, 'metrics' | 'contentType'> {
+): MetricsSource {
   const [only, ...others] = registries;
   if (only !== undefined && others.length === 0) return only;
   return mergedMetrics([createMetricsRegistry(processName), ...registries]);
 }
 
-function mergedMetrics(registries: readonly Registry[]): Pick<Registry, 'metrics' | 'contentType'> {
+function mergedMetrics(registries: readonly Registry[]): MetricsSource {
   return {
     contentType: Registry.PROMETHEUS_CONTENT_TYPE,
     async metrics() {

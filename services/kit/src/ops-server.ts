@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
+import type { MetricsSource } from './metrics';
 
 export type ReadinessCheck = () => Promise<void> | void;
 
@@ -8,9 +8,6 @@ export type ReadinessCheck = () => Promise<void> | void;
 export interface ReadinessChecks {
   addReadinessCheck(name: string, check: ReadinessCheck): void;
 }
-
-/** What `/metrics` serves: a registry, or several merged (mergedMetrics). */
-export type MetricsSource = Pick<Registry, 'metrics' | 'contentType'>;
 
 const CHECK_TIMEOUT_MS = 2_000;
 

@@ -172,8 +172,8 @@ type AnyServiceDefinition = ServiceDefinition<any>;
  * Runs several services in one process, as `runService` runs one (docs/service-layout.md, "One
  * process or one per service"): one ops server whose readiness needs every service's checks
  * (named `<service>.<check>`) and whose metrics carry each service's label, one tracer named
- * `processName`, one shutdown that stops the services in reverse start order, each before its
- * own connections close. Their request/reply calls to one another stay in memory
+ * `processName`, one shutdown that stops the services (the last started first, then the rest
+ * together) before any connection closes. Their request/reply calls to one another stay in memory
  * (InProcessResponders); streams and events still go through NATS. Each service reads its
  * variables from the same environment; OPS_*, LOG_LEVEL and tracing come from the first's.
  */
