@@ -17,6 +17,8 @@ import { TOOLS_BIN } from './scripts/infra/provision';
  * (test/setup/global-infra.ts). `npm test` runs all five.
  */
 const WITH_SERVERS = ['test/setup/global-infra.ts'];
+/** Started with the run, built while the tests before the ones that run them go on. */
+const KUBERNETES_BUILDS = 'test/setup/kubernetes-builds.ts';
 // The pinned tools before the machine's own, for the tests' own runs of them: ffmpeg and ffprobe
 // are static builds (scripts/infra/tools.json, `wheels`) that the audio worker runs too.
 process.env.PATH = `${TOOLS_BIN}:${process.env.PATH ?? ''}`;
@@ -63,7 +65,9 @@ export default defineConfig({
           name: 'integration',
           include: ['services/*/test/**/*.test.ts', ADAPTER_TESTS, 'scripts/**/*.test.ts'],
           exclude: ['scripts/docs/**', '**/node_modules/**'],
-          globalSetup: WITH_SERVERS,
+          globalSetup: [...WITH_SERVERS, KUBERNETES_BUILDS],
+          // After e2e and containers: the operator's tests run a control plane.
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -85,7 +89,8 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/deploy/**/*.test.ts', 'test/kubernetes/**/*.test.ts'],
-          globalSetup: WITH_SERVERS,
+          globalSetup: [...WITH_SERVERS, KUBERNETES_BUILDS],
+          sequence: { groupOrder: 2 },
         },
       },
       {

@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream } from 'node:stream/web';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { lock } from 'proper-lockfile';
 import yauzl from 'yauzl';
 import { z } from 'zod';
 
@@ -110,13 +111,25 @@ function toolsFor(tools: ToolsFile, wanted: readonly string[]): ToolName[] {
     ...Object.values(tools.goWrapped).flatMap((group) => Object.keys(group.binaries)),
   ]);
   const names = new Set<ToolName>();
-  for (const name of wanted) {
+  const add = (name: string) => {
     const profile = tools.profiles[name];
-    if (profile !== undefined) for (const tool of profile) names.add(tool);
+    // A profile may name profiles: `test` is what runs first plus what builds in the background.
+    if (profile !== undefined) for (const entry of profile) add(entry);
     else if (known.has(name)) names.add(name);
     else throw new Error(`unknown tools profile or tool ${name}`);
-  }
+  };
+  for (const name of wanted) add(name);
   return [...names];
+}
+
+/** How provisionTools runs what it builds. */
+export interface ProvisionOptions {
+  /**
+   * For a build started ahead of need (a test run's Kubernetes binaries, test/setup): Go runs at
+   * the lowest CPU priority, so it takes only what the foreground leaves idle, and the signal
+   * stops it. Go's build cache keeps what it compiled, so the next build resumes from there.
+   */
+  background?: AbortSignal;
 }
 
 /**
@@ -128,6 +141,7 @@ function toolsFor(tools: ToolsFile, wanted: readonly string[]): ToolName[] {
 export async function provisionTools(
   wanted: string | readonly string[],
   log: Log = (message) => console.error(message),
+  options: ProvisionOptions = {},
 ): Promise<void> {
   const tools = await readToolsFile();
   const names = toolsFor(tools, typeof wanted === 'string' ? [wanted] : wanted);
@@ -162,7 +176,7 @@ export async function provisionTools(
   }
   for (const group of Object.values(tools.goWrapped)) {
     const wanted = names.filter((name) => group.binaries[name] !== undefined);
-    if (wanted.length > 0) await buildWrappedGoBinaries(group, wanted, log);
+    if (wanted.length > 0) await buildWrappedGoBinaries(group, wanted, log, options);
   }
 }
 
@@ -370,77 +384,132 @@ type WrappedGroup = ToolsFile['goWrapped'][string];
  * go.mod replaces the staging modules with folders the zip lacks) inside a generated module
  * that requires it. Binaries already built at the pinned version are skipped; the others are
  * built in one `go build`, under `nice` (the Kubernetes ones take many CPU-minutes on a cold
- * cache and the machine is shared). Concurrent runs build in private folders and rename.
+ * cache and the machine is shared). One process builds a group at a time: another that needs
+ * it meanwhile waits for that build (a test that needs the Kubernetes binaries while the test
+ * run's background build of them is under way) instead of compiling the same packages again.
  */
 async function buildWrappedGoBinaries(
   group: WrappedGroup,
   names: string[],
   log: Log,
+  options: ProvisionOptions,
 ): Promise<void> {
   const stamp = await wrappedStamp(group);
-  const missing: string[] = [];
+  if ((await staleBinaries(names, stamp)).length === 0) return;
+  await withBuildLock(group.module, log, async () => {
+    const missing = await staleBinaries(names, stamp);
+    if (missing.length === 0) return;
+    await buildWithGo(
+      missing.join(', '),
+      `(${group.module}@${group.version})`,
+      '-buildvcs=false -mod=mod',
+      log,
+      (env) => buildWrappedGroup(group, missing, stamp, env, options),
+    );
+  });
+}
+
+/** The binaries not built yet at `stamp`. */
+async function staleBinaries(names: readonly string[], stamp: string): Promise<string[]> {
+  const stale: string[] = [];
   for (const name of names) {
     const stampFile = `${toolPath(name)}.version`;
     const current = existsSync(stampFile) ? await readFile(stampFile, 'utf8') : undefined;
-    if (!existsSync(toolPath(name)) || current !== stamp) missing.push(name);
+    if (!existsSync(toolPath(name)) || current !== stamp) stale.push(name);
   }
-  if (missing.length === 0) return;
-  await buildWithGo(
-    missing.join(', '),
-    `(${group.module}@${group.version})`,
-    '-buildvcs=false -mod=mod',
-    log,
-    async (env) => {
-      const workDir = join(
-        TOOLS_DIR,
-        'src',
-        `${group.module.replaceAll('/', '_')}@${group.version}.${process.pid}`,
-      );
-      const outDir = join(workDir, 'bin');
-      await rm(workDir, { recursive: true, force: true });
-      await mkdir(outDir, { recursive: true });
-      try {
-        await writeFile(join(workDir, 'go.mod'), await wrapperGoMod(group, env));
-        for (const [folder, main] of Object.entries(group.mains ?? {})) {
-          await mkdir(join(workDir, folder), { recursive: true });
-          await writeFile(join(workDir, folder, 'main.go'), generatedMain(main));
-        }
-        for (const [folder, source] of Object.entries(group.mainSources ?? {})) {
-          await mkdir(join(workDir, folder), { recursive: true });
-          await cp(join(PROJECT_ROOT, source), join(workDir, folder, 'main.go'));
-        }
-        const ldflags = ['-s', '-w', ...versionLdflags(group)];
-        await run(
-          [
-            'nice',
-            '-n',
-            '10',
-            'go',
-            'build',
-            '-trimpath',
-            `-ldflags=${ldflags.join(' ')}`,
-            '-o',
-            `${outDir}/`,
-            ...missing.map((name) => group.binaries[name]!),
-          ],
-          { env, cwd: workDir },
-        );
-        for (const name of missing) {
-          // go build names each binary after the last element of its package path.
-          const packagePath = group.binaries[name]!;
-          const builtName = packagePath
-            .split('/')
-            .filter((part) => !/^v\d+$/.test(part))
-            .at(-1)!;
-          await rename(join(outDir, builtName), toolPath(name));
-          await writeFile(`${toolPath(name)}.version.${process.pid}.tmp`, stamp);
-          await rename(`${toolPath(name)}.version.${process.pid}.tmp`, `${toolPath(name)}.version`);
-        }
-      } finally {
-        await rm(workDir, { recursive: true, force: true });
-      }
-    },
+  return stale;
+}
+
+/**
+ * Runs `build` holding `.tools/locks/<name>.lock` (proper-lockfile: a lock a killed holder
+ * leaves goes stale within 30 s). A caller that finds it held says so once, then waits.
+ */
+export async function withBuildLock(
+  name: string,
+  log: Log,
+  build: () => Promise<void>,
+): Promise<void> {
+  const lockfilePath = join(TOOLS_DIR, 'locks', `${name.replaceAll('/', '_')}.lock`);
+  await mkdir(dirname(lockfilePath), { recursive: true });
+  const settings = {
+    lockfilePath,
+    realpath: false,
+    stale: 30_000,
+    update: 10_000,
+    // The build goes on if the lock's refresh was late; the worst case is a second build.
+    onCompromised: (error: Error) => log(`the build lock of ${name} was lost: ${error.message}`),
+  };
+  const release = await lock(TOOLS_DIR, settings).catch(async (error: { code?: string }) => {
+    if (error.code !== 'ELOCKED') throw error;
+    log(`Waiting for another process's build of ${name}…`);
+    return lock(TOOLS_DIR, {
+      ...settings,
+      retries: { forever: true, minTimeout: 1_000, maxTimeout: 5_000 },
+    });
+  });
+  try {
+    await build();
+  } finally {
+    await release().catch(() => {});
+  }
+}
+
+async function buildWrappedGroup(
+  group: WrappedGroup,
+  missing: readonly string[],
+  stamp: string,
+  env: NodeJS.ProcessEnv,
+  { background }: ProvisionOptions,
+): Promise<void> {
+  // Concurrent runs (another checkout sharing the caches) build in private folders and rename.
+  const workDir = join(
+    TOOLS_DIR,
+    'src',
+    `${group.module.replaceAll('/', '_')}@${group.version}.${process.pid}`,
   );
+  const outDir = join(workDir, 'bin');
+  await rm(workDir, { recursive: true, force: true });
+  await mkdir(outDir, { recursive: true });
+  try {
+    await writeFile(join(workDir, 'go.mod'), await wrapperGoMod(group, env));
+    for (const [folder, main] of Object.entries(group.mains ?? {})) {
+      await mkdir(join(workDir, folder), { recursive: true });
+      await writeFile(join(workDir, folder, 'main.go'), generatedMain(main));
+    }
+    for (const [folder, source] of Object.entries(group.mainSources ?? {})) {
+      await mkdir(join(workDir, folder), { recursive: true });
+      await cp(join(PROJECT_ROOT, source), join(workDir, folder, 'main.go'));
+    }
+    const ldflags = ['-s', '-w', ...versionLdflags(group)];
+    await run(
+      [
+        'nice',
+        '-n',
+        background === undefined ? '10' : '19',
+        'go',
+        'build',
+        '-trimpath',
+        `-ldflags=${ldflags.join(' ')}`,
+        '-o',
+        `${outDir}/`,
+        ...missing.map((name) => group.binaries[name]!),
+      ],
+      { env, cwd: workDir, signal: background },
+    );
+    for (const name of missing) {
+      // go build names each binary after the last element of its package path.
+      const packagePath = group.binaries[name]!;
+      const builtName = packagePath
+        .split('/')
+        .filter((part) => !/^v\d+$/.test(part))
+        .at(-1)!;
+      await rename(join(outDir, builtName), toolPath(name));
+      await writeFile(`${toolPath(name)}.version.${process.pid}.tmp`, stamp);
+      await rename(`${toolPath(name)}.version.${process.pid}.tmp`, `${toolPath(name)}.version`);
+    }
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -535,14 +604,28 @@ function versionLdflags(group: WrappedGroup): string[] {
 
 function run(
   command: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; signal?: AbortSignal } = {},
 ): Promise<void> {
   const [file, ...args] = command;
+  const { signal, ...spawnOptions } = options;
   return new Promise((resolve, reject) => {
-    const child = spawn(file!, args, { ...options, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(file!, args, { ...spawnOptions, stdio: ['ignore', 'inherit', 'inherit'] });
+    // go build exits on SIGINT at once, but a linker it started would finish on its own: its
+    // children are interrupted first. The abort is reported once the child has exited, so the
+    // caller's clean-up of the build folder comes after the last write to it.
+    const stop = () => {
+      if (child.pid === undefined) return;
+      execFile('pkill', ['-INT', '-P', String(child.pid)])
+        .catch(() => {})
+        .finally(() => child.kill('SIGINT'));
+    };
+    signal?.addEventListener('abort', stop, { once: true });
     child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${command.join(' ')} exited with ${code}`)),
-    );
+    child.on('exit', (code, exitSignal) => {
+      signal?.removeEventListener('abort', stop);
+      if (code === 0) resolve();
+      else if (signal?.aborted) reject(new Error(`${command.join(' ')} was stopped`));
+      else reject(new Error(`${command.join(' ')} exited with ${code ?? exitSignal}`));
+    });
   });
 }

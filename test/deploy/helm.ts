@@ -43,7 +43,7 @@ export interface HelmResult {
  */
 export async function helmBinary(): Promise<string> {
   const helm = toolPath('helm');
-  if (!existsSync(helm)) await provisionTools('test');
+  if (!existsSync(helm)) await provisionTools('helm');
   return helm;
 }
 

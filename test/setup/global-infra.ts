@@ -47,7 +47,7 @@ async function startInfrastructure(): Promise<SharedInfrastructure> {
     const containers = await startContainers();
     return { endpoints: containers.endpoints, toolsProvisioned: false, stop: containers.stop };
   }
-  await provisionTools('test');
+  await provisionTools('test-first');
   const dataDir = await mkdtemp(join(tmpdir(), 'tamp-test-'));
   let infrastructure: RunningInfrastructure;
   try {

@@ -25,6 +25,13 @@ export interface TestControlPlane {
 }
 
 /**
+ * How long a start may wait for the binaries: a test run builds them in the background while its
+ * other tests run (test/setup/kubernetes-builds.ts), and where nothing was built that takes
+ * about 20 minutes of both cores.
+ */
+const BINARIES_WAIT_MS = 60 * 60_000;
+
+/**
  * A fresh control plane (etcd, kube-apiserver, kube-controller-manager) for one test file,
  * started in `beforeAll` (a few seconds once the binaries are built) and stopped in `afterAll`
  * with its data folder removed. Use `namespace()` to keep tests of the file apart.
@@ -36,7 +43,7 @@ export function useControlPlane(): TestControlPlane {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'tamp-k8s-'));
     controlPlane = await startControlPlane({ dataDir });
-  });
+  }, BINARIES_WAIT_MS);
   afterAll(async () => {
     await controlPlane?.stop();
     if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
