@@ -1,3 +1,4 @@
+import { ServiceError } from '@tamp/proto';
 import { z } from 'zod';
 
 /**
@@ -21,4 +22,13 @@ export const doneQuery = z.object({
 
 export function noticeOf(code: NoticeCode | undefined): string | null {
   return code === undefined ? null : NOTICES[code];
+}
+
+/**
+ * The message of an error the customer can fix (a 4xx ServiceError: too many active keys, a
+ * file's format or size, credits), which a form's page says with status 400; null for anything
+ * else, which the plugin's error page answers.
+ */
+export function customerProblemOf(error: unknown): string | null {
+  return error instanceof ServiceError && error.httpStatus < 500 ? error.message : null;
 }

@@ -1,8 +1,8 @@
-import { billingEndpoints, ServiceError } from '@tamp/proto';
+import { billingEndpoints } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDependencies } from '../../routes/dependencies';
-import { doneQuery, noticeOf } from '../notices';
+import { customerProblemOf, doneQuery, noticeOf } from '../notices';
 import { type KeysView, keysPage } from '../pages/keys';
 import { DASHBOARD_PATH } from '../session';
 
@@ -28,10 +28,12 @@ export const keyRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, {
       const created = await rpc.call(billingEndpoints.createKey, { accountId });
       return reply.type(HTML).send(await render(accountId, { csrfToken, created }));
     } catch (error) {
-      // The one the customer can fix (too many active keys) is said on the page.
-      if (!(error instanceof ServiceError && error.httpStatus < 500)) throw error;
-      const page = await render(accountId, { csrfToken, problem: error.message });
-      return reply.status(400).type(HTML).send(page);
+      const problem = customerProblemOf(error);
+      if (problem === null) throw error;
+      return reply
+        .status(400)
+        .type(HTML)
+        .send(await render(accountId, { csrfToken, problem }));
     }
   });
 

@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
-import { billingEndpoints, type Pipeline, ServiceError } from '@tamp/proto';
+import { billingEndpoints, type Pipeline } from '@tamp/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RouteDependencies } from '../../routes/dependencies';
+import { customerProblemOf } from '../notices';
 import { PRESET_CHOICES, tryPage } from '../pages/try';
 import { checkFormToken, DASHBOARD_PATH } from '../session';
 
@@ -52,9 +53,9 @@ export const tryRoutes: FastifyPluginAsyncZod<RouteDependencies> = async (app, d
       });
       return reply.redirect(`${DASHBOARD_PATH}/jobs/${encodeURIComponent(job.id)}`, 303);
     } catch (error) {
-      // What the customer can fix (the file's format or size, credits) is said on the form.
-      if (error instanceof ServiceError && error.httpStatus < 500) return problem(error.message);
-      throw error;
+      const message = customerProblemOf(error);
+      if (message === null) throw error;
+      return problem(message);
     }
   });
 };
