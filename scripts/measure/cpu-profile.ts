@@ -5,10 +5,12 @@
  * or a folder of this repository). Complements scripts/bench/job-cost.ts, which says how much
  * CPU each process spends; this says on what. FerretDB's own profile over the same window comes
  * from its pprof handler (its debug address, loopback only), summarized by `go tool pprof`.
- * `--kind idle` profiles a stack doing nothing (figures per second instead of per job).
+ * `--kind idle` profiles a stack doing nothing (figures per second instead of per job), after
+ * `--after-seconds` of the `--after` kind's load (2 s of inline text unless told), so that what a
+ * load leaves running is seen.
  *
  *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline|…|idle] [--seconds 20] [--keep]
- *     [--processes per-service|single]
+ *     [--processes per-service|single] [--after audio-1s --after-seconds 60]
  *
  * Loopback only; the profiles are written to a temporary folder, removed afterwards unless --keep.
  */
@@ -79,12 +81,14 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '20' },
       keep: { type: 'boolean', default: false },
       processes: { type: 'string', default: 'per-service' },
+      after: { type: 'string', default: 'text-inline' },
+      'after-seconds': { type: 'string', default: '2' },
     },
   });
   const processes = processModelOf(values.processes);
-  // `idle`: a few jobs, then nothing; figures are per second instead of per job.
+  // `idle`: the `after` kind's load, then nothing; figures are per second instead of per job.
   const idle = values.kind === 'idle';
-  const kindName = (idle ? 'text-inline' : values.kind) as JobKindName;
+  const kindName = (idle ? values.after : values.kind) as JobKindName;
   if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${values.kind}`);
   const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
   const stack = await startBenchStack({
@@ -107,7 +111,7 @@ async function main(): Promise<void> {
     const [kind] = await prepareWorkload(stack, stack.apiKey, [kindName]);
     const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
     // A few jobs first (code compiled, connections warm), then every profile starts afresh.
-    await runInlineOrQueued(target, kind!, 2);
+    await runInlineOrQueued(target, kind!, idle ? Number(values['after-seconds']) : 2);
     // Idle: past the sweepers' first passes after start-up.
     if (idle) await sleep(IDLE_SETTLE_MS);
     for (const pid of serviceOf.keys()) process.kill(pid, 'SIGUSR2');
