@@ -17,8 +17,6 @@ import { TOOLS_BIN } from './scripts/infra/provision';
  * (test/setup/global-infra.ts). `npm test` runs all five.
  */
 const WITH_SERVERS = ['test/setup/global-infra.ts'];
-/** Started with the run, built while the tests before the ones that run them go on. */
-const KUBERNETES_BUILDS = 'test/setup/kubernetes-builds.ts';
 // The pinned tools before the machine's own, for the tests' own runs of them: ffmpeg and ffprobe
 // are static builds (scripts/infra/tools.json, `wheels`) that the audio worker runs too.
 process.env.PATH = `${TOOLS_BIN}:${process.env.PATH ?? ''}`;
@@ -65,7 +63,7 @@ export default defineConfig({
           name: 'integration',
           include: ['services/*/test/**/*.test.ts', ADAPTER_TESTS, 'scripts/**/*.test.ts'],
           exclude: ['scripts/docs/**', '**/node_modules/**'],
-          globalSetup: [...WITH_SERVERS, KUBERNETES_BUILDS],
+          globalSetup: WITH_SERVERS,
           // After e2e and containers: the operator's tests run a control plane.
           sequence: { groupOrder: 1 },
         },
@@ -89,7 +87,8 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/deploy/**/*.test.ts', 'test/kubernetes/**/*.test.ts'],
-          globalSetup: [...WITH_SERVERS, KUBERNETES_BUILDS],
+          // Starts the Kubernetes binaries' build with the run (the operator's tests wait for it).
+          globalSetup: [...WITH_SERVERS, 'test/setup/kubernetes-builds.ts'],
           sequence: { groupOrder: 2 },
         },
       },

@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   // `idle`: the `after` kind's load, then nothing; figures are per second instead of per job.
   const idle = values.kind === 'idle';
   const kindName = (idle ? values.after : values.kind) as JobKindName;
-  if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${values.kind}`);
+  if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${kindName}`);
   const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
   const stack = await startBenchStack({
     name: 'cpu-profile',
