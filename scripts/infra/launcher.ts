@@ -31,6 +31,8 @@ export interface ServerProcess {
   pid(): number | undefined;
   /** Where it serves Prometheus metrics over HTTP, when it does (FerretDB). */
   metricsUrl?: string;
+  /** Stops the server; `restart` starts it again. */
+  stop(): Promise<void>;
   /** Stops the server and starts it again on the same port with the same data. */
   restart(): Promise<void>;
   /** The file its output goes to. */
@@ -237,12 +239,30 @@ async function startNatsCluster(dataDir: string, launch: Launch, size: number): 
           ...['--cluster_name', 'tamp', '--cluster', `nats://127.0.0.1:${node.routePort}`],
           ...['--routes', routes],
         ],
-        // Healthy once this node's JetStream is current with the cluster's meta leader.
-        probe: () => httpOk(`http://127.0.0.1:${node.monitorPort}/healthz`),
+        probe: () => natsNodeReady(node.monitorPort, size),
       }),
     ),
   );
   return nodes.map((node) => `nats://127.0.0.1:${node.port}`).join(',');
+}
+
+/**
+ * A node is ready once its JetStream is current with the cluster's meta leader (`/healthz`) and
+ * it knows every member's client URL (`/varz`). The first alone passes with two of three nodes
+ * routed (a quorum elects the meta leader), and a client connecting then is told of two
+ * servers: a cluster handed over must be whole, as `auto` replicas count its members.
+ */
+async function natsNodeReady(monitorPort: number, size: number): Promise<boolean> {
+  if (!(await httpOk(`http://127.0.0.1:${monitorPort}/healthz`))) return false;
+  try {
+    const response = await fetch(`http://127.0.0.1:${monitorPort}/varz`, {
+      signal: AbortSignal.timeout(1_000),
+    });
+    const varz = (await response.json()) as { connect_urls?: string[] };
+    return (varz.connect_urls ?? []).length >= size;
+  } catch {
+    return false;
+  }
 }
 
 /**

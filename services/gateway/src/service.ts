@@ -5,6 +5,7 @@ import {
   type ObjectStore,
   type Registry,
   type Rpc,
+  type StreamReplicas,
 } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
@@ -23,7 +24,7 @@ export interface GatewayDependencies {
   topology: Topology;
   rpc: Rpc;
   /** Copies of the rate-limit bucket, as of every stream (kit's connectNats). */
-  streamReplicas: number;
+  streamReplicas: StreamReplicas;
   objectStore: ObjectStore;
   /** From gatewaySettingsFrom (config.ts); tests change single values. */
   settings: GatewaySettings;

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -55,18 +56,65 @@ export type StreamReplicasSetting = 'auto' | number;
 const REPLICATED_CLUSTER_SIZE = 3;
 
 /**
- * The replica count `setting` means on the server a connection reached. A clustered server
- * names its cluster and advertises every member's client URLs (its own included) in the INFO
- * it sends each client; a server alone, or a cluster hiding its members, counts as one.
+ * Copies of every stream and bucket: a number is exact (an existing stream is scaled up or down
+ * to it); `atLeast` raises an existing stream with fewer copies and keeps one with more. `auto`
+ * is a floor because a server counts only the members it reaches: a service restarting while
+ * one node of three is down, exactly the loss the copies are for, must not scale every stream
+ * down to one.
+ */
+export type StreamReplicas = number | { atLeast: number };
+
+/**
+ * What `setting` means on the server a connection reached. A clustered server names its
+ * cluster and advertises every member's client URLs (its own included) in the INFO it sends
+ * each client; a server alone, or a cluster hiding its members, counts as one.
  */
 export function streamReplicasFor(
   setting: StreamReplicasSetting,
   server: { cluster?: string; connect_urls?: string[] } | undefined,
-): number {
+): StreamReplicas {
   if (setting !== 'auto') return setting;
-  if (server?.cluster === undefined) return 1;
+  if (server?.cluster === undefined) return { atLeast: 1 };
   const members = new Set(server.connect_urls ?? []).size;
-  return members >= REPLICATED_CLUSTER_SIZE ? REPLICATED_CLUSTER_SIZE : 1;
+  return { atLeast: members >= REPLICATED_CLUSTER_SIZE ? REPLICATED_CLUSTER_SIZE : 1 };
+}
+
+/** The copies a stream or bucket holding `existing` copies (none: a new one) is given. */
+export function replicaCountFor(replicas: StreamReplicas, existing?: number): number {
+  if (typeof replicas === 'number') return replicas;
+  return Math.max(replicas.atLeast, existing ?? 0);
+}
+
+/**
+ * Under `auto`, raises the topology's streams when the server reached advertises more cluster
+ * members than on start: a service started while the cluster was still forming, two nodes of
+ * three routed (enough to elect a JetStream leader), would otherwise keep one copy until its
+ * next start. The server pushes its member list to the client, which keeps it in `info`; this
+ * reads that field every `everyMs` (no request) and ends once the streams have the most `auto`
+ * gives, or the connection closes. nats.js's `update` status is not enough: it reports only
+ * servers the client did not know yet, and a URL list naming every node knows them all.
+ */
+export async function raiseReplicasAsClusterGrows(
+  connection: NatsConnection,
+  topology: Topology,
+  started: StreamReplicas,
+  logger: Logger,
+  everyMs = 10_000,
+): Promise<void> {
+  let floor = replicaCountFor(started);
+  const closed = connection.closed();
+  while (floor < REPLICATED_CLUSTER_SIZE && !connection.isClosed()) {
+    await Promise.race([delay(everyMs, undefined, { ref: false }), closed]);
+    const grown = replicaCountFor(streamReplicasFor('auto', connection.info));
+    if (grown <= floor || connection.isClosed()) continue;
+    logger.info({ streamReplicas: grown }, 'the NATS cluster grew: raising stream replicas');
+    try {
+      await provisionTopology(connection, topology, { atLeast: grown });
+      floor = grown;
+    } catch (error) {
+      logger.warn({ err: error }, 'raising stream replicas failed; trying again');
+    }
+  }
 }
 
 /**
@@ -76,7 +124,7 @@ export function streamReplicasFor(
 export async function provisionTopology(
   connection: NatsConnection,
   topology: Topology,
-  replicas: number,
+  replicas: StreamReplicas,
 ): Promise<void> {
   const manager = await jetstreamManager(connection);
   for (const stream of Object.values(topology.streams)) {
@@ -88,19 +136,19 @@ export async function provisionTopology(
 async function ensureStream(
   manager: JetStreamManager,
   stream: StreamDefinition,
-  replicas: number,
+  replicas: StreamReplicas,
 ): Promise<void> {
+  const found = await lookUp(
+    () => manager.streams.info(stream.name),
+    JetStreamApiCodes.StreamNotFound,
+  );
   const config = {
     subjects: stream.subjects,
     max_age: nanos(stream.maxAgeMs),
     duplicate_window: nanos(stream.duplicateWindowMs),
     discard: DiscardPolicy.Old,
-    num_replicas: replicas,
+    num_replicas: replicaCountFor(replicas, found?.config.num_replicas),
   };
-  const found = await lookUp(
-    () => manager.streams.info(stream.name),
-    JetStreamApiCodes.StreamNotFound,
-  );
   if (found !== undefined) {
     if (differs(found.config, config)) await manager.streams.update(stream.name, config);
     return;
@@ -121,19 +169,18 @@ async function ensureStream(
 export async function openKvBucket(
   connection: NatsConnection,
   bucket: string,
-  options: { history: number; ttlMs: number; replicas: number },
+  options: { history: number; ttlMs: number; replicas: StreamReplicas },
 ): Promise<KV> {
   const kv = await new Kvm(connection).create(bucket, {
     history: options.history,
     ttl: options.ttlMs,
-    replicas: options.replicas,
+    replicas: replicaCountFor(options.replicas),
   });
   const status = await kv.status();
-  if (status.replicas !== options.replicas) {
+  const wanted = replicaCountFor(options.replicas, status.replicas);
+  if (status.replicas !== wanted) {
     const manager = await jetstreamManager(connection);
-    await manager.streams.update(status.streamInfo.config.name, {
-      num_replicas: options.replicas,
-    });
+    await manager.streams.update(status.streamInfo.config.name, { num_replicas: wanted });
   }
   return kv;
 }

@@ -26,7 +26,14 @@ import {
   type IndexSpecification,
   provisionIndexes,
 } from './mongo';
-import { connectNats, type NatsConnection, provisionTopology, streamReplicasFor } from './nats';
+import {
+  connectNats,
+  type NatsConnection,
+  provisionTopology,
+  raiseReplicasAsClusterGrows,
+  type StreamReplicas,
+  streamReplicasFor,
+} from './nats';
 import { ObjectStore } from './object-store';
 import { OpsServer, type ReadinessChecks } from './ops-server';
 import { Rpc } from './rpc';
@@ -58,7 +65,12 @@ export class ServiceContext<Config extends ServiceEnv> {
    */
   readonly connectNats = async (
     env: NatsEnv,
-  ): Promise<{ nats: NatsConnection; topology: Topology; rpc: Rpc; streamReplicas: number }> => {
+  ): Promise<{
+    nats: NatsConnection;
+    topology: Topology;
+    rpc: Rpc;
+    streamReplicas: StreamReplicas;
+  }> => {
     const topology = createTopology(env.NATS_NAMESPACE);
     const nats = await connectNats({ url: env.NATS_URL, name: this.name, logger: this.logger });
     this.shutdown.register('nats', async () => {
@@ -74,6 +86,9 @@ export class ServiceContext<Config extends ServiceEnv> {
     const streamReplicas = streamReplicasFor(env.NATS_STREAM_REPLICAS, nats.info);
     this.logger.info({ streamReplicas, cluster: nats.info?.cluster }, 'stream replicas');
     await withRetries(() => provisionTopology(nats, topology, streamReplicas));
+    if (env.NATS_STREAM_REPLICAS === 'auto') {
+      void raiseReplicasAsClusterGrows(nats, topology, streamReplicas, this.logger);
+    }
     const rpc = new Rpc(nats, topology, this.logger, undefined, this.inProcess);
     return { nats, topology, rpc, streamReplicas };
   };

@@ -12,6 +12,7 @@ import {
   type NatsConnection,
   openKvBucket,
   provisionTopology,
+  raiseReplicasAsClusterGrows,
   streamReplicasFor,
 } from '../src/nats';
 
@@ -50,7 +51,7 @@ afterAll(async () => {
 describe('streams on a three-node NATS cluster', () => {
   it('resolves auto to three replicas from what the server advertises', () => {
     expect(nats.info?.cluster).toBe('tamp');
-    expect(streamReplicasFor('auto', nats.info)).toBe(3);
+    expect(streamReplicasFor('auto', nats.info)).toEqual({ atLeast: 3 });
   });
 
   it('brings every stream made with one replica to three, its consumers kept', async () => {
@@ -102,5 +103,54 @@ describe('streams on a three-node NATS cluster', () => {
     const again = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 3 });
     expect((await again.status()).replicas).toBe(3);
     expect((await again.get('acct.1'))?.string()).toBe('7');
+  });
+  it('keeps three copies through a start with a node down, and raises new streams when it is back', async () => {
+    await provisionTopology(nats, topology, 3);
+    const third = cluster.servers['nats-3'];
+    if (third === undefined) throw new Error('no third node');
+    await third.stop();
+    // A service starting now: the nodes it reaches advertise two members, so auto means one.
+    const late = await connectNats({
+      url: cluster.natsUrl,
+      name: 'kit-cluster-test-late',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const manager = await jetstreamManager(late);
+      await vi.waitFor(() => expect(streamReplicasFor('auto', late.info)).toEqual({ atLeast: 1 }), {
+        timeout: 15_000,
+      });
+      const started = streamReplicasFor('auto', late.info);
+      await provisionTopology(late, topology, started);
+      for (const stream of Object.values(topology.streams)) {
+        const info = await manager.streams.info(stream.name);
+        expect(info.config.num_replicas, stream.name).toBe(3);
+      }
+      // Streams new to this start get one copy, and three once the cluster is whole again.
+      const fresh = createTopology('late');
+      await provisionTopology(late, fresh, started);
+      expect((await manager.streams.info(fresh.streams.jobs.name)).config.num_replicas).toBe(1);
+      const raising = raiseReplicasAsClusterGrows(
+        late,
+        fresh,
+        started,
+        pino({ level: 'silent' }),
+        250,
+      );
+      await third.restart();
+      await vi.waitFor(
+        async () => {
+          for (const stream of Object.values(fresh.streams)) {
+            const info = await manager.streams.info(stream.name);
+            expect(info.config.num_replicas, stream.name).toBe(3);
+          }
+        },
+        { timeout: 30_000, interval: 250 },
+      );
+      await late.close();
+      await raising;
+    } finally {
+      if (!late.isClosed()) await late.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
-import { type KV, type NatsConnection, openKvBucket } from '@tamp/kit';
+import { type KV, type NatsConnection, openKvBucket, type StreamReplicas } from '@tamp/kit';
 import type { Logger } from 'pino';
 
 export interface RateLimitDecision {
@@ -32,7 +32,7 @@ export class KvRateLimiter {
     nats: NatsConnection;
     bucket: string;
     /** Copies of the bucket, as every stream has (kit's NATS_STREAM_REPLICAS). */
-    replicas: number;
+    replicas: StreamReplicas;
     logger: Logger;
     clock: () => Date;
   }): Promise<KvRateLimiter> {
