@@ -6,6 +6,7 @@ import { JobRepository } from './adapters/job-repository';
 import { JobMessaging } from './adapters/messaging';
 import { serveJobEndpoints } from './api/endpoints';
 import { AbandonedCreations } from './application/abandoned-creations';
+import { FinishedJobs } from './application/finished-jobs';
 import { JobAdmission } from './application/job-admission';
 import { JobAttempts } from './application/job-attempts';
 import { JobCreation } from './application/job-creation';
@@ -52,7 +53,8 @@ export function jobServiceCore(dependencies: JobServiceDependencies) {
   const messaging = new JobMessaging(nats, topology, logger, rpc);
   const settlement = new Settlement(jobs, messaging, rpc, logger, dependencies.metrics);
   const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
-  return { clock, jobs, claims, admissions, messaging, settlement, abandoned };
+  const finished = new FinishedJobs();
+  return { clock, jobs, claims, admissions, messaging, settlement, abandoned, finished };
 }
 
 /** Serves `jobEndpoints` on NATS and runs the sweepers. Indexes: JOB_INDEXES (main.ts). */
@@ -61,12 +63,13 @@ export async function startJobService(
 ): Promise<RunningJobService> {
   const { db, rpc, store, logger, settings } = dependencies;
   const core = jobServiceCore(dependencies);
-  const { clock, jobs, claims, admissions, messaging, settlement, abandoned } = core;
+  const { clock, jobs, claims, admissions, messaging, settlement, abandoned, finished } = core;
   const reads = new JobReads(
     new JobRepository(dependencies.readDb ?? db),
     store,
     settings.cursorSecret,
     admissions,
+    finished,
   );
   const admission = new JobAdmission({
     jobs,

@@ -1,5 +1,5 @@
 import type { Subscription } from '@nats-io/nats-core';
-import { jobEndpoints, MB, newId, publicJobSummary } from '@tamp/proto';
+import { jobEndpoints, LIMITS, MB, newId, publicJobSummary } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordQueries } from '../../../test/support/query-plans';
 import { JOBS_COLLECTION } from '../src/adapters/job-repository';
@@ -114,6 +114,67 @@ describe('getJob', () => {
     const job = await harness.rpc.call(jobEndpoints.getJob, { accountId, jobId: id });
     // Not the text: a reply is one NATS message, and such outputs run to megabytes.
     expect(job.result).toEqual({ outputTextKey: key, metrics });
+  });
+});
+
+describe('getJob of a finished job', () => {
+  const finish = (jobId: string, completedAt: Date) =>
+    harness.db.collection(JOBS_COLLECTION).updateOne(
+      { _id: jobId as never },
+      {
+        $set: {
+          status: 'completed',
+          completedAt,
+          result: {
+            outputKey: null,
+            outputText: 'short',
+            metrics: {
+              inputSize: 11,
+              outputSize: 5,
+              compressionRatio: 0.455,
+              operationsApplied: ['trim'],
+              processingMs: 1,
+            },
+            expired: false,
+          },
+        },
+      },
+    );
+  const owner = newAccount();
+  const read = (jobId: string, account = owner) =>
+    harness.rpc.call(jobEndpoints.getJob, { accountId: account, jobId });
+  const findsOf = async (jobId: string, reads: () => Promise<unknown>) => {
+    const recording = recordQueries(harness.mongo);
+    await reads();
+    recording.stop();
+    return recording.queries.filter((query) => query.filter._id === jobId).length;
+  };
+
+  it('reads it from the database once, then from memory, for its own account only', async () => {
+    const id = (await harness.createJob(textRequest(owner, 'queued text'))).job.id;
+    // Not finished yet: read, not remembered, so the next read sees it finished.
+    expect((await read(id)).status).toBe('created');
+    await finish(id, new Date());
+    const finds = await findsOf(id, async () => {
+      for (let i = 0; i < 3; i += 1) {
+        expect(await read(id)).toMatchObject({
+          status: 'completed',
+          result: { outputText: 'short' },
+        });
+      }
+    });
+    expect(finds).toBe(1);
+    expect((await errorOf(read(id, newAccount()))).code).toBe('JOB_NOT_FOUND');
+  });
+
+  it('reads it every time once its result is close to the end of its retention', async () => {
+    const id = (await harness.createJob(textRequest(owner, 'queued text'))).job.id;
+    await finish(id, new Date(Date.now() - LIMITS.resultRetentionMs + 5 * 60 * 1000));
+    const reads = async () => {
+      await read(id);
+      await read(id);
+    };
+    expect(await findsOf(id, reads)).toBe(2);
   });
 });
 

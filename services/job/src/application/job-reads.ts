@@ -16,6 +16,7 @@ import type { JobRepository } from '../adapters/job-repository';
 import { type CursorScope, decodeCursor, encodeCursor } from '../domain/cursor';
 import { jobEventOf } from '../domain/events';
 import {
+  type AbandonedCreation,
   isAbandonedCreation,
   isTerminal,
   type JobDocument,
@@ -27,6 +28,7 @@ import {
   publicJobSummaryOf,
   type ResolvedOutput,
 } from '../domain/representation';
+import type { FinishedJobs } from './finished-jobs';
 
 type ListRequest = EndpointRequest<(typeof jobEndpoints)['listJobs']>;
 
@@ -42,12 +44,14 @@ export class JobReads {
     private readonly cursorSecret: string,
     /** Open creations, to tell an id still being created from one that never will be. */
     private readonly admissions: Pick<AdmissionRepository, 'find'>,
+    /** Shared with retention, which forgets the jobs whose results it expires. */
+    private readonly finished: FinishedJobs,
   ) {}
 
   async getJob(accountId: string, jobId: string): Promise<JobRead> {
     // A malformed id or another account's job is just as unknown as a missing one.
     if (!isId('job', jobId)) throw new ServiceError('JOB_NOT_FOUND', `No job ${jobId}`);
-    const job = await this.jobs.findOfAccount(accountId, jobId);
+    const job = await this.findOfAccount(accountId, jobId);
     // The answer a client polls for after a creation answered 503 with this id: final.
     if (job === null ? await this.neverCreated(jobId) : isAbandonedCreation(job)) {
       throw new ServiceError(
@@ -73,6 +77,18 @@ export class JobReads {
       throw new ServiceError('JOB_NOT_FOUND', `No finished job ${jobId}`);
     }
     return jobEventOf(job);
+  }
+
+  /** The account's job; a finished one from memory once read (FinishedJobs says why). */
+  private async findOfAccount(
+    accountId: string,
+    jobId: string,
+  ): Promise<JobDocument | AbandonedCreation | null> {
+    const remembered = this.finished.find(accountId, jobId);
+    if (remembered !== undefined) return remembered;
+    const entry = await this.jobs.findOfAccount(accountId, jobId);
+    if (entry !== null && !isAbandonedCreation(entry)) this.finished.remember(entry, Date.now());
+    return entry;
   }
 
   /**

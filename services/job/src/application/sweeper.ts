@@ -7,6 +7,7 @@ import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
 import { ExpiryWalk } from '../domain/expiry-hours';
 import type { AbandonedCreations } from './abandoned-creations';
+import type { FinishedJobs } from './finished-jobs';
 import type { JobSettings } from './job-settings';
 import type { Settlement } from './settlement';
 
@@ -42,6 +43,8 @@ export interface SweeperCollaborators {
   messaging: JobMessaging;
   settlement: Settlement;
   store: ObjectStore;
+  /** The reads' finished jobs: a result expired here is forgotten there. */
+  finished: Pick<FinishedJobs, 'forget'>;
   settings: Pick<JobSettings, 'reconcileAfterMs' | 'abandonAfterMs'>;
   clock: () => Date;
   logger: Logger;
@@ -159,6 +162,7 @@ export class Sweeper {
         // Deleting a missing object succeeds in S3, so a repeated pass is harmless.
         if (key !== null) await store.remove(key);
         if (await jobs.markExpired(job._id, now)) expired++;
+        this.collaborators.finished.forget(job._id);
       } catch (error) {
         logger.warn({ err: error, jobId: job._id }, 'result not expired; next pass retries');
       }
