@@ -178,6 +178,34 @@ async function listAllJobs(source: BooksSource): Promise<ListedJob[]> {
   return jobs;
 }
 
+/**
+ * EVENTS' state and each of its consumers' positions, one line each: what a usage record or a
+ * delivery missing for an event that is in the stream needs to be explained (a consumer whose
+ * delivered or acknowledged sequence is past the stream's last one skips what is stored next).
+ */
+export async function eventConsumerStates(source: BooksSource): Promise<string[]> {
+  const topology = createTopology(source.namespace ?? '');
+  const nats = await connect({ servers: source.natsUrl.split(','), name: 'load-audit' });
+  try {
+    const manager = await jetstreamManager(nats);
+    const stream = topology.streams.events.name;
+    const { state } = await manager.streams.info(stream);
+    const lines = [
+      `${stream}: ${state.messages} messages, sequences ${state.first_seq}–${state.last_seq}`,
+    ];
+    for await (const consumer of manager.consumers.list(stream)) {
+      lines.push(
+        `${stream} consumer ${consumer.name}: delivered ${consumer.delivered.stream_seq}, ` +
+          `acknowledged ${consumer.ack_floor.stream_seq}, pending ${consumer.num_pending}, ` +
+          `waiting for an ack ${consumer.num_ack_pending}, redelivered ${consumer.num_redelivered}`,
+      );
+    }
+    return lines;
+  } finally {
+    await nats.close();
+  }
+}
+
 async function terminalEvents(
   source: BooksSource,
 ): Promise<Map<string, { completed: number; failed: number }>> {

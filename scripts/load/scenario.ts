@@ -3,7 +3,14 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import { type BenchStack, dataOf } from '../bench/bench-stack';
-import { type Accounting, accountCredits, auditSettledBooks, violations } from './accounting';
+import {
+  type Accounting,
+  accountCredits,
+  auditSettledBooks,
+  type BooksSource,
+  eventConsumerStates,
+  violations,
+} from './accounting';
 import { type FaultName, type FaultOutcome, injectFault, Probe } from './faults';
 import {
   type OutcomeSummary,
@@ -114,7 +121,7 @@ export async function runScenario(
     faults,
     books,
     problems: violations(books),
-    evidence: await evidenceOf(stack, violations(books)),
+    evidence: await evidenceOf(stack, source, violations(books)),
     throughputPerSecond: Math.round((outcomes.completed / elapsedSec) * 100) / 100,
     latencies: latencyTable(creations, finished),
   };
@@ -201,7 +208,11 @@ function latencyTable(
  * what the NATS servers warned about their streams and consumers (a consumer's ack floor ahead of
  * its stream after a restart skips what is stored again under the same sequence numbers).
  */
-async function evidenceOf(stack: BenchStack, problems: readonly string[]): Promise<string[]> {
+async function evidenceOf(
+  stack: BenchStack,
+  source: BooksSource,
+  problems: readonly string[],
+): Promise<string[]> {
   if (problems.length === 0) return [];
   const jobIds = problems.flatMap((problem) => problem.match(/\bjob_[0-9A-Za-z]+/g) ?? []);
   const services = stack
@@ -219,7 +230,10 @@ async function evidenceOf(stack: BenchStack, problems: readonly string[]): Promi
         .map((line) => `${server!.name} | ${line}`),
     ),
   );
-  return [...services, ...warnings.flat()];
+  const consumers = await eventConsumerStates(source).catch((error: unknown) => [
+    `EVENTS' consumers could not be read: ${(error as Error).message}`,
+  ]);
+  return [...services, ...warnings.flat(), ...consumers];
 }
 
 export function formatReport(report: ScenarioReport): string {
