@@ -86,7 +86,8 @@ export class ServiceContext<Config extends ServiceEnv> {
     const streamReplicas = streamReplicasFor(env.NATS_STREAM_REPLICAS, nats.info);
     this.logger.info({ streamReplicas, cluster: nats.info?.cluster }, 'stream replicas');
     await withRetries(() => provisionTopology(nats, topology, streamReplicas));
-    if (env.NATS_STREAM_REPLICAS === 'auto') {
+    // A server that names no cluster cannot grow without a restart, which starts services anew.
+    if (env.NATS_STREAM_REPLICAS === 'auto' && nats.info?.cluster !== undefined) {
       void raiseReplicasAsClusterGrows(nats, topology, streamReplicas, this.logger);
     }
     const rpc = new Rpc(nats, topology, this.logger, undefined, this.inProcess);

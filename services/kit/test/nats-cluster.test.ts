@@ -103,6 +103,10 @@ describe('streams on a three-node NATS cluster', () => {
     const again = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 3 });
     expect((await again.status()).replicas).toBe(3);
     expect((await again.get('acct.1'))?.string()).toBe('7');
+    // What a gateway starting with a node down asks for under auto: the three copies stay.
+    const floor = { atLeast: 1 };
+    const kept = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: floor });
+    expect((await kept.status()).replicas).toBe(3);
   });
   it('keeps three copies through a start with a node down, and raises new streams when it is back', async () => {
     await provisionTopology(nats, topology, 3);
