@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@tamp/scripts/infra/processes';
 import { toolPath } from '@tamp/scripts/infra/provision';
-import { MongoClient } from 'mongodb';
+import { MongoClient, ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import {
@@ -127,6 +127,77 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
       { _id: 'job_c', n: 2 },
     ]);
     expect(await insertAllIfAbsent(usage, documents)).toBe(0);
+  });
+});
+
+// FerretDB answers a page sorted by `_id` with a limit in PostgreSQL when it can apply the
+// whole filter exactly (scripts/infra/ferretdb/keyset-pages.patch). A wrong page would be
+// silent, so every page is compared with the same query without a limit, which FerretDB
+// filters and sorts itself, cut to the page.
+describe('pages sorted by _id (on FerretDB: answered by PostgreSQL)', () => {
+  type Stored = { _id: unknown; accountId?: unknown; status?: string };
+  const pages = () => db.collection<Stored>('keyset_pages');
+
+  beforeAll(async () => {
+    await provisionIndexes(db, [
+      { collection: 'keyset_pages', name: 'account_id', keys: { accountId: 1, _id: -1 } },
+    ]);
+    const documents: Stored[] = Array.from({ length: 600 }, (_, n) => ({
+      _id: `job_${String(n).padStart(4, '0')}`,
+      accountId: n % 3 === 0 ? 'acct_b' : n % 50 === 7 ? ['acct_a', 'acct_c'] : 'acct_a',
+      ...(n % 7 === 0 ? {} : { status: n % 2 === 0 ? 'completed' : 'failed' }),
+    }));
+    // Ids MongoDB orders apart from strings (an ObjectId is a string inside FerretDB's
+    // PostgreSQL rows), strings outside ASCII and upper case, and a string account that looks
+    // like an ObjectId.
+    documents.push(
+      { _id: new ObjectId(), accountId: 'acct_a', status: 'completed' },
+      { _id: 7, accountId: 'acct_a', status: 'completed' },
+      { _id: true, accountId: 'acct_a', status: 'completed' },
+      { _id: { nested: 1 }, accountId: 'acct_a', status: 'completed' },
+      { _id: 'JOB_upper', accountId: 'acct_a', status: 'completed' },
+      { _id: 'job_é', accountId: 'acct_a', status: 'completed' },
+      { _id: 'job_hex', accountId: new ObjectId('0123456789abcdef01234567'), status: 'completed' },
+    );
+    await pages().insertMany(documents);
+  });
+
+  const filters: Record<string, unknown>[] = [
+    { accountId: 'acct_a', status: { $exists: true }, _id: { $lt: 'job_~' } },
+    { accountId: 'acct_a', status: { $exists: true }, _id: { $lt: 'job_0300' } },
+    { accountId: 'acct_a', status: 'failed', _id: { $gt: '', $lt: 'job_0400' } },
+    { accountId: 'acct_c', _id: { $lte: 'job_0557' } },
+    { accountId: 'acct_a', status: { $exists: false }, _id: { $gte: 'job_0100' } },
+    { _id: { $gt: 'a' } },
+    { _id: { $lt: 'job_0003' } },
+    { accountId: '0123456789abcdef01234567', _id: { $lt: 'job_~' } },
+    { accountId: 'acct_a', status: { $exists: true } },
+  ];
+
+  it('answers every page as FerretDB does without a limit', async () => {
+    for (const filter of filters) {
+      for (const order of [1, -1] as const) {
+        const whole = await pages().find(filter).sort({ _id: order }).toArray();
+        for (const limit of [1, 5, 50]) {
+          const page = await pages().find(filter).sort({ _id: order }).limit(limit).toArray();
+          expect(page, JSON.stringify({ filter, order, limit })).toEqual(whole.slice(0, limit));
+        }
+      }
+    }
+  });
+
+  it('leaves the sort and limit to PostgreSQL only for a filter it applies exactly', async () => {
+    const pushedDown = async (filter: Record<string, unknown>) => {
+      const explained = await pages().find(filter).sort({ _id: -1 }).limit(20).explain();
+      return explained.limitPushdown === true;
+    };
+    expect(await pushedDown({ accountId: 'acct_a', _id: { $lt: 'job_~' } })).toBe(true);
+    // No bound on _id, a number, an ObjectId's form: FerretDB sorts in memory, as before.
+    expect(await pushedDown({ accountId: 'acct_a' })).toBe(false);
+    expect(await pushedDown({ _id: { $lt: 5 } })).toBe(false);
+    expect(await pushedDown({ accountId: '0123456789abcdef01234567', _id: { $lt: 'z' } })).toBe(
+      false,
+    );
   });
 });
 
