@@ -14,6 +14,9 @@ import { audioRequest, JobHarness, newAccount, textRequest } from './harness';
 const harness = new JobHarness();
 const accountId = newAccount();
 const STORED_JOBS = 4_000;
+/** Jobs of one account among them: a list must read a page of them, not all of them. */
+const LISTED_ACCOUNT = 'acct_seedbig';
+const LISTED_JOBS = 1_500;
 const DAY = 24 * 60 * 60 * 1000;
 
 beforeAll(async () => {
@@ -28,8 +31,11 @@ async function seedJobs(): Promise<void> {
   const documents = Array.from({ length: STORED_JOBS }, (_, index): JobDocument => {
     const completedAt = new Date(now - (index % 6) * DAY);
     return {
-      _id: newId('job'),
-      accountId: `acct_seed${index % 50}`,
+      // One id per millisecond, oldest first, so the listed account's newest jobs are the
+      // collection's newest too: a page read along the `_id` index finds them at once.
+      _id: newId('job', now - (STORED_JOBS - index)),
+      accountId:
+        index % 2 === 0 && index < 2 * LISTED_JOBS ? LISTED_ACCOUNT : `acct_seed${index % 50}`,
       pipeline: 'text',
       status: 'completed',
       operations: [],
@@ -111,5 +117,55 @@ describe('query plans', () => {
       // The admissions collection holds only creations in progress: a few documents at most.
       'find admissions {"deadline":{"$lt":"date"}}',
     ]);
+  });
+
+  it('reads one page of an account’s job list, however many jobs the account holds', async () => {
+    const jobs = harness.db.collection(JOBS_COLLECTION);
+    const abandoned = newId('job', Date.now() - STORED_JOBS / 2);
+    await jobs.insertOne({
+      _id: abandoned as never,
+      accountId: LISTED_ACCOUNT,
+      abandonedAt: new Date(),
+    });
+    const expected = await jobs
+      .find({ accountId: LISTED_ACCOUNT, status: { $exists: true } }, { projection: { _id: 1 } })
+      .toArray();
+    const newestFirst = expected
+      .map((job) => String(job._id))
+      .sort()
+      .reverse();
+    expect(newestFirst).toHaveLength(LISTED_JOBS);
+
+    const recording = recordQueries(harness.mongo);
+    const listed: string[] = [];
+    try {
+      let cursor: string | undefined;
+      do {
+        const page = await harness.rpc.call(jobEndpoints.listJobs, {
+          accountId: LISTED_ACCOUNT,
+          limit: 100,
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+        listed.push(...page.items.map((item) => item.id));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+    } finally {
+      recording.stop();
+    }
+    // Every job once, newest first; the abandoned creation is not a job.
+    expect(listed).toEqual(newestFirst);
+
+    const pages = recording.queries.filter((query) => query.command === 'find');
+    expect(pages.length).toBeGreaterThanOrEqual(LISTED_JOBS / 100);
+    for (const page of pages) {
+      const explained = await harness.db.command({
+        explain: { find: JOBS_COLLECTION, filter: page.filter, sort: { _id: -1 }, limit: 101 },
+        verbosity: 'queryPlanner',
+      });
+      // FerretDB answers the page in PostgreSQL, sorted and limited there (docs/dependencies.md):
+      // without that it reads and sorts every job of the account for each page.
+      expect(explained).toMatchObject({ sortPushdown: true, limitPushdown: true });
+    }
+    expect(await queriesThatScan(harness.db, pages)).toEqual([]);
   });
 });

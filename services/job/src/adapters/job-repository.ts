@@ -29,6 +29,9 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
 
+/** Sorts after every job id (`job_` and upper-case Crockford base32): the first page's bound. */
+const AFTER_EVERY_JOB_ID = 'job_~';
+
 /** The outbox flags, each with the value that says its side effect is confirmed. */
 const OUTBOX_DONE = { workPublished: true, eventPublished: true, refundPending: false } as const;
 export type OutboxFlag = keyof typeof OUTBOX_DONE;
@@ -200,7 +203,10 @@ export class JobRepository extends KeyedRepository<JobDocument> {
     };
     if (query.type !== undefined) filter.pipeline = query.type as JobDocument['pipeline'];
     if (query.status !== undefined) filter.status = query.status;
-    if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+    // Always bounded: an `_id` range on a string is what FerretDB answers as one page, read
+    // along the `_id` index or the account's, instead of sorting every job of the account
+    // (docs/dependencies.md, "Keyset pages").
+    filter._id = { $lt: query.beforeId ?? AFTER_EVERY_JOB_ID };
     return this.collection
       .find(filter, { projection: SUMMARY_FIELDS })
       .sort({ _id: -1 })
