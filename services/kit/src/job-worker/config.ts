@@ -20,7 +20,10 @@ export function jobWorkerEnv(defaults: { concurrency: number; inlineConcurrency:
       .min(1)
       .max(64)
       .default(defaults.inlineConcurrency),
-    /** Parent of the per-job scratch directories (give it a volume sized for the inputs). */
+    /**
+     * Parent of the per-job scratch directories (give it a volume sized for the inputs); what a
+     * killed worker left there is removed by the next worker on it.
+     */
     WORKER_TEMP_DIR: z.string().min(1).default(tmpdir()),
     /** On SIGTERM, how long running jobs may finish before they are handed back. */
     WORKER_STOP_GRACE_MS: z.coerce.number().int().nonnegative().default(15_000),

@@ -169,7 +169,7 @@ describe('startJobWorker', () => {
     const state = await settledConsumer('worker-text');
     expect(state.num_ack_pending).toBe(0);
     expect(state.num_pending).toBe(0);
-    expect(await readdir(tempDir)).toEqual([]);
+    expect(await readdir(join(tempDir, `tamp-jobs-${process.pid}`))).toEqual([]);
   });
 
   it('fails a permanent error at once: failAttempt permanent → failed, no retry', async () => {
