@@ -164,6 +164,9 @@ describe('pages sorted by _id (on FerretDB: answered by PostgreSQL)', () => {
 
   const filters: Record<string, unknown>[] = [
     { accountId: 'acct_a', status: { $exists: true }, _id: { $lt: 'job_~' } },
+    { accountId: 'acct_a', status: { $exists: true }, _id: { $gt: 'job_', $lt: 'job_~' } },
+    { _id: { $gte: '6', $lt: 'job_0010' } },
+    { _id: { $lte: '000000000000000000000000' } },
     { accountId: 'acct_a', status: { $exists: true }, _id: { $lt: 'job_0300' } },
     { accountId: 'acct_a', status: 'failed', _id: { $gt: '', $lt: 'job_0400' } },
     { accountId: 'acct_c', _id: { $lte: 'job_0557' } },

@@ -29,7 +29,8 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
 
-/** Sorts after every job id (`job_` and upper-case Crockford base32): the first page's bound. */
+/** Every job id (`job_` and upper-case Crockford base32) sorts between these two. */
+const BEFORE_EVERY_JOB_ID = 'job_';
 const AFTER_EVERY_JOB_ID = 'job_~';
 
 /** The outbox flags, each with the value that says its side effect is confirmed. */
@@ -203,10 +204,11 @@ export class JobRepository extends KeyedRepository<JobDocument> {
     };
     if (query.type !== undefined) filter.pipeline = query.type as JobDocument['pipeline'];
     if (query.status !== undefined) filter.status = query.status;
-    // Always bounded: an `_id` range on a string is what FerretDB answers as one page, read
-    // along the `_id` index or the account's, instead of sorting every job of the account
-    // (docs/dependencies.md, "Keyset pages").
-    filter._id = { $lt: query.beforeId ?? AFTER_EVERY_JOB_ID };
+    // Bounded on both sides by job ids: a range of strings is what FerretDB answers as one page,
+    // read along the `_id` index or the account's, instead of sorting every job of the account,
+    // and one starting at `job_` cannot hold an ObjectId, which it would otherwise check each
+    // document for (docs/dependencies.md, "Keyset pages").
+    filter._id = { $gt: BEFORE_EVERY_JOB_ID, $lt: query.beforeId ?? AFTER_EVERY_JOB_ID };
     return this.collection
       .find(filter, { projection: SUMMARY_FIELDS })
       .sort({ _id: -1 })
