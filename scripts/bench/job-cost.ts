@@ -3,17 +3,19 @@
  * weeks of use, in one run:
  *
  *   node --import tsx scripts/bench/job-cost.ts [--kinds image-avif,text-queued,text-inline,
- *     image-inline,audio-1s,job-read,idle] [--seed-jobs 100000] [--seed-accounts 1000] [--scale 1]
+ *     image-inline,audio-1s,job-read,job-list,idle] [--seed-jobs 100000] [--seed-accounts 1000] [--scale 1]
  *     [--processes per-service|single]
  *
  * Starts fresh servers and every service as its own process (bench-stack.ts), or all of them in
  * one with `--processes single`. First the bare
  * work of every kind, with the stack idle: the worker's own code for it and nothing around it,
- * one process per core at once (bare-work.ts); for job-read, a bare fastify route answering the
- * same JSON. Then each kind on its own at saturation after a short warm-up: queued kinds as a
+ * one process per core at once (bare-work.ts); for job-read and job-list, a bare fastify route
+ * answering the same JSON. Then each kind on its own at saturation after a short warm-up: queued kinds as a
  * burst, drained (the rate is completed jobs ÷ first creation to last job terminal, as
  * capacity.ts); inline kinds as a closed loop of clients for a fixed time; job-read as
- * concurrent GETs of one completed job for a fixed time; idle as nothing at all. Around each:
+ * concurrent GETs of one completed job for a fixed time; job-list as concurrent GETs of the first
+ * page of the account's job list (on the seeded store the account is its busiest, see
+ * seed-store.ts); idle as nothing at all. Around each:
  * CPU of every process of the stack with its children (/proc: PostgreSQL's backends, ffmpeg),
  * MongoDB commands (FerretDB's metrics), PostgreSQL's scans and row changes
  * (pg_stat_user_tables) and NATS messages (/varz), divided by the jobs done (idle: by seconds).
@@ -38,7 +40,13 @@ import { processModelOf } from '../stack/services';
 import { type BareRate, measureBareWork } from './bare-work';
 import { type BenchStack, IDLE_SETTLE_MS, startBenchStack } from './bench-stack';
 import { cpuSecondsOf, cpuUsedBetween, stackCpuSeconds } from './process-cpu';
-import { completedJobRead, type JobRead, loadReads, startBareJobRead } from './read-load';
+import {
+  completedJobRead,
+  type JobRead,
+  jobListRead,
+  loadReads,
+  startBareJobRead,
+} from './read-load';
 import { seedStore } from './seed-store';
 import {
   activityBetween,
@@ -51,7 +59,7 @@ import {
   waitForPostgresStats,
 } from './server-counters';
 
-const MEASURED_KINDS = [...JOB_KIND_NAMES, 'job-read', 'idle'] as const;
+const MEASURED_KINDS = [...JOB_KIND_NAMES, 'job-read', 'job-list', 'idle'] as const;
 type MeasuredKind = (typeof MEASURED_KINDS)[number];
 const DEFAULT_KINDS: readonly MeasuredKind[] = [
   'image-avif',
@@ -60,6 +68,7 @@ const DEFAULT_KINDS: readonly MeasuredKind[] = [
   'image-inline',
   'audio-1s',
   'job-read',
+  'job-list',
   'idle',
 ];
 
@@ -152,12 +161,12 @@ function jobOutcome(run: SaturationRun): Outcome {
   };
 }
 
-function jobReadLoad(read: JobRead, scale: number): Load {
+function readLoad(kind: 'job-read' | 'job-list', read: JobRead, scale: number): Load {
   const seconds = READ_SECONDS * scale;
   const reads = (url: string, headers: Record<string, string>, duration: number) =>
     loadReads({ url, headers, connections: READ_CONNECTIONS, seconds: duration });
   return {
-    kind: 'job-read',
+    kind,
     warmUp: async () => {
       await reads(read.url, read.headers, WARMUP_SECONDS);
     },
@@ -361,9 +370,11 @@ async function prepareLoads(
   );
   const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
   const read = kinds.includes('job-read') ? await completedJobRead(stack) : undefined;
+  const list = kinds.includes('job-list') ? await jobListRead(stack) : undefined;
   return kinds.map((kind) => {
     if (kind === 'idle') return idleLoad(scale);
-    if (kind === 'job-read') return jobReadLoad(read!, scale);
+    if (kind === 'job-read') return readLoad(kind, read!, scale);
+    if (kind === 'job-list') return readLoad(kind, list!, scale);
     return jobKindLoad(jobKinds.find((jobKind) => jobKind.name === kind)!, target, scale);
   });
 }

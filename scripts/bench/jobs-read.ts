@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   try {
     stack = await startBenchStack({ name: 'jobs-read', log });
     const read = await completedJobRead(stack);
-    log(`job ${read.jobId}: ${read.body.length} bytes of JSON`);
+    log(`${read.url}: ${read.body.length} bytes of JSON`);
     const bareRead = await startBareJobRead(read);
     bare = bareRead.server;
 

@@ -11,9 +11,8 @@ import { type BenchStack, dataOf } from './bench-stack';
  * compared with, a fastify route in a process of its own answering the same JSON.
  */
 
-/** A completed job to read: its URL, the headers that read it, and the JSON it answers. */
+/** A read of the API: its URL, the headers that read it, and the JSON it answers. */
 export interface JobRead {
-  jobId: string;
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -29,12 +28,21 @@ export async function completedJobRead(stack: BenchStack): Promise<JobRead> {
     'POST /v1/text',
   );
   if (job.status !== 'completed') throw new Error(`job not completed: ${JSON.stringify(job)}`);
-  const url = `${stack.publicUrl}/v1/jobs/${job.id}`;
+  return apiRead(stack, `/v1/jobs/${job.id}`);
+}
+
+/** The first page of the stack's account's job list, newest first (the dashboard's read too). */
+export function jobListRead(stack: BenchStack): Promise<JobRead> {
+  return apiRead(stack, '/v1/jobs?limit=20');
+}
+
+async function apiRead(stack: BenchStack, path: string): Promise<JobRead> {
+  const url = `${stack.publicUrl}${path}`;
   const headers = { authorization: `Bearer ${stack.apiKey}` };
   const reference = await fetch(url, { headers });
   const body = await reference.text();
-  if (reference.status !== 200) throw new Error(`GET job: ${reference.status} ${body}`);
-  return { jobId: job.id, url, headers, body };
+  if (reference.status !== 200) throw new Error(`GET ${path}: ${reference.status} ${body}`);
+  return { url, headers, body };
 }
 
 /** The bare baseline of `read`: a fastify process answering the same JSON, checked once. */
@@ -43,7 +51,8 @@ export async function startBareJobRead(
 ): Promise<{ server: ChildProcess; url: string }> {
   const port = await freePort();
   const server = await startBareJsonServer(port, read.body);
-  const url = `http://127.0.0.1:${port}/v1/jobs/${read.jobId}`;
+  const { pathname, search } = new URL(read.url);
+  const url = `http://127.0.0.1:${port}${pathname}${search}`;
   const check = await fetch(url);
   if ((await check.text()) !== read.body) {
     server.kill('SIGKILL');
@@ -87,13 +96,17 @@ export async function loadReads(options: {
   };
 }
 
-/** A fastify server in its own process (as the gateway is), answering `body` on the job route. */
+/** A fastify server in its own process (as the gateway is), answering `body` on the job routes. */
 async function startBareJsonServer(port: number, body: string): Promise<ChildProcess> {
   const code = `
     import Fastify from 'fastify';
     const body = process.env.BENCH_BODY;
     const app = Fastify({ logger: false });
-    app.get('/v1/jobs/:id', async (_request, reply) => {
+    app.get('/v1/jobs/*', async (_request, reply) => {
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return body;
+    });
+    app.get('/v1/jobs', async (_request, reply) => {
       reply.header('content-type', 'application/json; charset=utf-8');
       return body;
     });
