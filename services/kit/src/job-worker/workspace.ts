@@ -5,7 +5,9 @@ import { join } from 'node:path';
  * A process's job folders live in one folder of its own, `tamp-jobs-<pid>` under the worker's
  * temp root, so what a killed worker left behind can be told from what a live one is using
  * (several workers share the root under `npm start`; in a pod it is the pod's emptyDir, which
- * outlives a restarted container).
+ * outlives a restarted container). A pid names a process only within its pid namespace, so a
+ * root must not be shared by workers in different ones (two pods on one hostPath): each would
+ * take the other's folders for a dead process's.
  */
 const OWN_ROOT = /^tamp-jobs-(\d+)$/;
 
