@@ -5,7 +5,7 @@ import {
   WRITE_BEHIND_LINGER_MS,
   WriteBatcher,
 } from '@tamp/kit';
-import type { JobStatus, JobType } from '@tamp/proto';
+import { ID_PREFIXES, type JobStatus, type JobType } from '@tamp/proto';
 import type { Collection, Db, Filter } from 'mongodb';
 import { type AbandonedCreation, isAbandonedCreation, type JobDocument } from '../domain/job';
 
@@ -29,9 +29,12 @@ export const JOB_INDEXES: readonly IndexSpecification[] = [
   { collection: ADMISSIONS_COLLECTION, name: 'deadline', keys: { deadline: 1 } },
 ];
 
-/** Every job id (`job_` and upper-case Crockford base32) sorts between these two. */
-const BEFORE_EVERY_JOB_ID = 'job_';
-const AFTER_EVERY_JOB_ID = 'job_~';
+/**
+ * Every job id (its prefix, then upper-case Crockford base32, proto's ids.ts) sorts between
+ * these two: `~` sorts after every character of a ULID.
+ */
+const BEFORE_EVERY_JOB_ID = `${ID_PREFIXES.job}_`;
+const AFTER_EVERY_JOB_ID = `${ID_PREFIXES.job}_~`;
 
 /** The outbox flags, each with the value that says its side effect is confirmed. */
 const OUTBOX_DONE = { workPublished: true, eventPublished: true, refundPending: false } as const;
