@@ -6,8 +6,8 @@
  * the tests run the sources through tsx, which costs each process ~60 MiB more (the loader
  * thread and transpiled sources), so memory measurements of a worker use the bundle.
  *
- * worker-text's thread entry is emitted next to its bundle, where the thread pool looks for
- * it (`text-pipeline-thread.mjs` beside `main.mjs`).
+ * worker-text's thread entries are emitted next to its bundle, where its thread pools look
+ * for them (`text-pipeline-thread.mjs` and `pdf-thread.mjs` beside `main.mjs`).
  *
  * A service that pins a package to another version than the hoisted one has it in
  * `services/<service>/node_modules` (the gateway's lru-cache and fastify-plugin). Node resolves
@@ -35,6 +35,7 @@ export function bundledServiceEntry(name: ServiceName): string {
 const EXTRA_ENTRIES: Partial<Record<ServiceName, Record<string, string>>> = {
   'worker-text': {
     'text-pipeline-thread': 'services/worker-text/src/adapters/text-pipeline-thread.ts',
+    'pdf-thread': 'services/worker-text/src/adapters/pdf-thread.ts',
   },
 };
 

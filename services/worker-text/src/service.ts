@@ -1,4 +1,5 @@
 import { type PipelineWorkerDependencies, startPipelineWorker } from '@tamp/kit';
+import { startPdfTextPool } from './adapters/pdf';
 import { startTextPipelinePool } from './adapters/text-pipeline-pool';
 import { createTextJobProcessor } from './application/text-job';
 import type { WorkerTextSettings } from './config';
@@ -9,18 +10,24 @@ export interface WorkerTextDependencies extends PipelineWorkerDependencies {
 
 /**
  * Queued jobs from JOBS and inline requests on `work.text.inline`, one processJob for both;
- * the pipeline itself runs in a worker thread pool.
+ * the pipeline itself, and pdf.js for PDF uploads, run in worker thread pools.
  */
 export async function startWorkerTextService(
   dependencies: WorkerTextDependencies,
 ): Promise<{ stop(): Promise<void> }> {
   const { settings } = dependencies;
   const threads = settings.pipelineThreads;
-  const pool = await startTextPipelinePool({ threads });
+  const pdfPool = startPdfTextPool({ threads });
+  const pool = await startTextPipelinePool({ threads }).catch(async (error: unknown) => {
+    await pdfPool.close();
+    throw error;
+  });
+  const closePools = () => Promise.all([pool.close(), pdfPool.close()]);
   const processJob = createTextJobProcessor({
     store: dependencies.store,
     maxOutputTextBytes: settings.maxOutputTextBytes,
     runPipeline: pool.run,
+    extractPdfText: pdfPool.extract,
   });
   let worker: { stop(): Promise<void> };
   try {
@@ -31,7 +38,7 @@ export async function startWorkerTextService(
       processJob,
     });
   } catch (error) {
-    await pool.close();
+    await closePools();
     throw error;
   }
   dependencies.logger.info({ threads }, 'text pipeline thread pool started');
@@ -42,7 +49,7 @@ export async function startWorkerTextService(
       } finally {
         // Only after the kit's stop: by then every job has finished or been aborted, so no
         // thread still holds work anyone waits for.
-        await pool.close();
+        await closePools();
       }
     },
   };

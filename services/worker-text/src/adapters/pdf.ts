@@ -1,60 +1,86 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { inSpan } from '@tamp/kit';
-import { PDFParse } from 'pdf-parse';
+import { Piscina } from 'piscina';
 import { PdfTextExtractionError } from '../domain/errors';
+import type { PdfTextOutcome, PdfTextTask } from './pdf-thread';
+import { IDLE_THREAD_TIMEOUT_MS, threadEntryOptions } from './thread-entry';
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** Readers accept the signature anywhere in the first kilobyte (after junk some tools prepend). */
 const SIGNATURE_WINDOW = 1024;
 
-function hasPdfSignature(bytes: Buffer): boolean {
-  return bytes.subarray(0, SIGNATURE_WINDOW).includes(PDF_SIGNATURE);
+/**
+ * The text of every page that has text, pages separated by a blank line; rejects with a
+ * `PdfTextExtractionError` for a file pdf.js cannot read, and once `signal` aborts.
+ */
+export type ExtractPdfText = (filePath: string, signal: AbortSignal) => Promise<string>;
+
+export interface PdfTextPool {
+  extract: ExtractPdfText;
+  /** Ends every thread at once; extractions still running are rejected. */
+  close(): Promise<void>;
 }
 
 /**
- * Extracts the text of every page that has text, pages separated by a blank line. Its span
- * tells the document's shape: bytes, pages, pages with text, length of the text.
+ * Up to `threads` threads that run pdf.js (`pdf-thread.ts` says why never this one). None
+ * runs before the first PDF: a worker that never sees one never pays for pdf.js, and the
+ * first PDF of a quiet minute waits for a thread to load it. An abort terminates the task's
+ * thread, so a timed-out job stops using a CPU at once.
  */
-export function extractPdfText(filePath: string): Promise<string> {
-  return inSpan('pdf extract text', {}, async (span) => {
-    const extracted = await extractText(filePath, (shape) => span.setAttributes(shape));
-    span.setAttribute('text.length_out', extracted.length);
-    return extracted;
+export function startPdfTextPool(options: { threads: number }): PdfTextPool {
+  const piscina = new Piscina<PdfTextTask, PdfTextOutcome>({
+    ...threadEntryOptions('pdf-thread'),
+    minThreads: 0,
+    maxThreads: options.threads,
+    idleTimeout: IDLE_THREAD_TIMEOUT_MS,
   });
+  const extract: ExtractPdfText = (filePath, signal) =>
+    inSpan('pdf extract text', {}, async (span) => {
+      const name = basename(filePath);
+      const bytes = await readFile(filePath);
+      span.setAttribute('pdf.bytes', bytes.length);
+      if (!bytes.subarray(0, SIGNATURE_WINDOW).includes(PDF_SIGNATURE)) {
+        throw new PdfTextExtractionError(
+          `${name} is not a PDF file (no %PDF- header)`,
+          'not-a-pdf',
+        );
+      }
+      const data = ownedBytes(bytes);
+      const outcome = await piscina.run({ data }, { signal, transferList: [data.buffer] });
+      if ('failure' in outcome) throw extractionError(name, outcome);
+      span.setAttributes({
+        'pdf.pages': outcome.pages,
+        'pdf.pages_with_text': outcome.pagesWithText,
+        'text.length_out': outcome.text.length,
+      });
+      return outcome.text;
+    });
+  return { extract, close: () => piscina.destroy() };
 }
 
-async function extractText(
-  filePath: string,
-  describe: (shape: Record<string, number>) => void,
-): Promise<string> {
-  const bytes = await readFile(filePath);
-  describe({ 'pdf.bytes': bytes.length });
-  const name = basename(filePath);
-  if (!hasPdfSignature(bytes)) {
-    throw new PdfTextExtractionError(`${name} is not a PDF file (no %PDF- header)`, 'not-a-pdf');
+/** Bytes with an ArrayBuffer of their own, which can be handed to a thread without a copy. */
+function ownedBytes(bytes: Buffer): Uint8Array<ArrayBuffer> {
+  const { buffer } = bytes;
+  if (
+    buffer instanceof ArrayBuffer &&
+    bytes.byteOffset === 0 &&
+    bytes.byteLength === buffer.byteLength
+  ) {
+    return new Uint8Array(buffer);
   }
-  const parser = new PDFParse({
-    data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
-  });
-  try {
-    // No page markers: pages are joined here, so the text carries no "-- 1 of 3 --" lines.
-    const result = await parser.getText({ pageJoiner: '' });
-    // Pages without text (e.g. scans) add nothing.
-    const pageTexts = result.pages.map((page) => page.text.trim()).filter((text) => text !== '');
-    describe({ 'pdf.pages': result.pages.length, 'pdf.pages_with_text': pageTexts.length });
-    return pageTexts.join('\n\n');
-  } catch (error) {
-    if (error instanceof Error && error.name === 'PasswordException') {
-      throw new PdfTextExtractionError(`${name} is password-protected`, 'encrypted', {
-        cause: error,
-      });
-    }
-    const detail = error instanceof Error ? error.message : String(error);
-    throw new PdfTextExtractionError(`${name} is not a readable PDF: ${detail}`, 'unreadable', {
-      cause: error,
-    });
-  } finally {
-    await parser.destroy();
+  return new Uint8Array(bytes);
+}
+
+function extractionError(
+  name: string,
+  outcome: Extract<PdfTextOutcome, { failure: string }>,
+): PdfTextExtractionError {
+  if (outcome.failure === 'encrypted') {
+    return new PdfTextExtractionError(`${name} is password-protected`, 'encrypted');
   }
+  return new PdfTextExtractionError(
+    `${name} is not a readable PDF: ${outcome.detail}`,
+    'unreadable',
+  );
 }

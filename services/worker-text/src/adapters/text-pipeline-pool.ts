@@ -1,11 +1,9 @@
-import { existsSync } from 'node:fs';
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { inSpan, recordFinishedSpan } from '@tamp/kit';
 import type { TextOperation } from '@tamp/proto';
 import { Piscina } from 'piscina';
 import type { TextPipelineResult } from '../domain/pipeline';
 import type { TextPipelineOutcome, TextPipelineTask } from './text-pipeline-thread';
+import { IDLE_THREAD_TIMEOUT_MS, threadEntryOptions } from './thread-entry';
 
 /** Runs the text pipeline off the caller's thread; rejects once `signal` aborts. */
 export type RunTextPipeline = (
@@ -21,32 +19,6 @@ export interface TextPipelinePool {
 }
 
 /**
- * Threads above the first one end after this long idle: a burst reuses warm threads (each
- * loads the o200k tables, ~1 s and ~80 MB), a quiet worker gives the memory back.
- */
-const IDLE_THREAD_TIMEOUT_MS = 60_000;
-
-/**
- * The thread entry sits next to this module with this module's extension: `.ts` when run
- * from source (`node --import tsx`, vitest), `.js` when compiled. A bundler must emit it as
- * an entry point of its own at the same relative path.
- */
-const THREAD_ENTRY = new URL(
-  `./text-pipeline-thread${extname(fileURLToPath(import.meta.url))}`,
-  import.meta.url,
-);
-
-/**
- * Compiled JavaScript threads inherit the process' execArgv as they are. TypeScript ones need
- * tsx of their own: vitest transforms the main thread without a Node loader, so threads would
- * not get one; under `node --import tsx` they inherit it and a second registration is harmless.
- */
-function threadExecArgv(entry: URL): string[] | undefined {
-  if (!entry.pathname.endsWith('.ts')) return undefined;
-  return [...process.execArgv, '--import', import.meta.resolve('tsx')];
-}
-
-/**
  * A pool of up to `threads` worker threads for the text pipeline, so a multi-second job
  * (5 M characters) leaves the event loop free for lease heartbeats, NATS pings, inline
  * requests and health checks. Resolves once the first thread has loaded the pipeline: a
@@ -55,12 +27,8 @@ function threadExecArgv(entry: URL): string[] | undefined {
 export async function startTextPipelinePool(options: {
   threads: number;
 }): Promise<TextPipelinePool> {
-  if (!existsSync(THREAD_ENTRY)) {
-    throw new Error(`The text pipeline thread entry ${fileURLToPath(THREAD_ENTRY)} is missing`);
-  }
   const piscina = new Piscina<TextPipelineTask, TextPipelineOutcome>({
-    filename: THREAD_ENTRY.href,
-    execArgv: threadExecArgv(THREAD_ENTRY),
+    ...threadEntryOptions('text-pipeline-thread'),
     minThreads: 1,
     maxThreads: options.threads,
     idleTimeout: IDLE_THREAD_TIMEOUT_MS,

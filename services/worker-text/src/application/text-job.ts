@@ -8,7 +8,7 @@ import {
   storeResult,
 } from '@tamp/kit';
 import type { JobInput } from '@tamp/proto';
-import { extractPdfText } from '../adapters/pdf';
+import type { ExtractPdfText } from '../adapters/pdf';
 import type { RunTextPipeline } from '../adapters/text-pipeline-pool';
 import { PdfTextExtractionError } from '../domain/errors';
 
@@ -22,6 +22,7 @@ export interface TextJobOptions {
   maxOutputTextBytes: number;
   /** The CPU-heavy part (trim, JSON to TOON, token counts), kept off the event loop. */
   runPipeline: RunTextPipeline;
+  extractPdfText: ExtractPdfText;
 }
 
 interface TextInput {
@@ -43,7 +44,7 @@ interface TextInput {
 export function createTextJobProcessor(options: TextJobOptions): ProcessJob<'text'> {
   return async (work, { workDir, mode, signal }) => {
     const startedAt = performance.now();
-    const input = await readInput(work.input, workDir, options.store);
+    const input = await readInput(work.input, workDir, options, signal);
     const result = await options.runPipeline(input.text, work.operations, signal);
     const outputSize = Buffer.byteLength(result.text, 'utf8');
 
@@ -73,7 +74,8 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob<'tex
 async function readInput(
   input: JobInput,
   workDir: string,
-  store: TextJobOptions['store'],
+  { store, extractPdfText }: TextJobOptions,
+  signal: AbortSignal,
 ): Promise<TextInput> {
   switch (input.kind) {
     case 'text':
@@ -99,7 +101,7 @@ async function readInput(
       if (extension === '.txt') return { text: await readUtf8(path), inputSize, source: 'upload' };
       if (extension === '.pdf') {
         try {
-          return { text: await extractPdfText(path), inputSize, source: 'upload' };
+          return { text: await extractPdfText(path, signal), inputSize, source: 'upload' };
         } catch (error) {
           // Not a PDF, encrypted or unreadable: the same file will fail the same way again.
           if (error instanceof PdfTextExtractionError) {
