@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 
-/** True while a process with this id exists and is not a zombie. */
+/** True while a process with this id exists (another user's too) and is not a zombie. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-  } catch {
-    return false;
+  } catch (error) {
+    // EPERM: it exists, and belongs to another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   try {
     // A zombie still answers signal 0; its state letter in /proc says it is gone.

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive } from '@tamp/scripts/infra/kubernetes/processes';
 import { PROJECT_ROOT, provisionTools, TOOLS_DIR, toolPath } from '@tamp/scripts/infra/provision';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
@@ -147,15 +148,6 @@ async function ensureChromium(): Promise<void> {
       throw new Error(`Chromium is still being provisioned by pid ${owner} after 10 minutes`);
     }
     await sleep(500);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
