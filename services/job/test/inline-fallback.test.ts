@@ -29,10 +29,10 @@ const OUTPUT = Buffer.from('RIFF....WEBPVP8 fake image bytes');
 /** Every run of `processImage`, in order. */
 const runs: { jobId: string; mode: 'inline' | 'queued'; attempt: number }[] = [];
 
-const processImage: ProcessJob = async (work, { workDir, mode, attempt }) => {
+const processImage: ProcessJob = async (work, { workspace, mode, attempt }) => {
   runs.push({ jobId: work.jobId, mode, attempt });
   if (work.input.kind !== 'upload') throw new PermanentJobError('Only uploads are processed');
-  const inputPath = join(workDir, 'input');
+  const inputPath = join(await workspace(), 'input');
   // A MissingObjectError while the upload is not readable yet: retryable, as in the real workers.
   await harness.store.downloadToFile(work.input.key, inputPath);
   const input = await readFile(inputPath);

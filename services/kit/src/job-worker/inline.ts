@@ -84,9 +84,9 @@ export function serveInlineWork(options: InlineWorkOptions): InlineWorkServer {
     );
     let outcome: 'completed' | 'failed' | 'retried' | 'handed_back' = 'failed';
     try {
-      const result = await withJobWorkspace(tempDir, work.jobId, (workDir) =>
+      const result = await withJobWorkspace(tempDir, work.jobId, (workspace) =>
         options.processJob(work, {
-          workDir,
+          workspace,
           signal: controller.signal,
           heartbeat: () => {},
           attempt: 1,

@@ -185,9 +185,9 @@ export class QueuedDelivery {
           );
     let outcome: JobOutcome;
     try {
-      outcome = await withJobWorkspace(this.settings.tempDir, work.jobId, (workDir) =>
+      outcome = await withJobWorkspace(this.settings.tempDir, work.jobId, (workspace) =>
         this.settings.processJob(work, {
-          workDir,
+          workspace,
           signal: this.controller.signal,
           heartbeat: () => {
             if (Date.now() - this.lastBeat >= MIN_HEARTBEAT_GAP_MS) this.beat();

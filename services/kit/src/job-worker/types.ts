@@ -3,8 +3,12 @@ import type { Logger } from 'pino';
 
 /** What a pipeline runner gets besides the work itself. */
 export interface JobContext {
-  /** A private, empty directory for this job's files; removed (with everything in it) afterwards. */
-  workDir: string;
+  /**
+   * This job's private, empty directory, made on the first call (the same one on later calls)
+   * and removed with everything in it afterwards. A job that never asks costs no folder: an
+   * inline text job reads its input from the message and answers in the reply.
+   */
+  workspace: () => Promise<string>;
   /** Fires when the job must stop: shutdown hand-back, job timeout, or a lost lease. */
   signal: AbortSignal;
   /**

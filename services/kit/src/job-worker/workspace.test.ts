@@ -43,8 +43,8 @@ describe('job workspaces', () => {
   it('cleans a root once per process, before the first job, and removes each job folder after', async () => {
     const root = await tempRoot();
     await folderWithInput(root, `tamp-jobs-${endedPid()}`);
-    const seen = await withJobWorkspace(root, 'job_1', async (workDir) => {
-      await writeFile(join(workDir, 'input'), 'bytes');
+    const seen = await withJobWorkspace(root, 'job_1', async (workspace) => {
+      await writeFile(join(await workspace(), 'input'), 'bytes');
       return readdir(root);
     });
     expect(seen).toEqual([`tamp-jobs-${process.pid}`]);
@@ -53,5 +53,19 @@ describe('job workspaces', () => {
     await folderWithInput(root, `tamp-jobs-${endedPid()}`);
     await withJobWorkspace(root, 'job_2', async () => undefined);
     expect(await readdir(root)).toHaveLength(2);
+  });
+
+  it('makes a folder only for a job that asks, the same one however often it asks', async () => {
+    const root = await tempRoot();
+    const own = join(root, `tamp-jobs-${process.pid}`);
+    await withJobWorkspace(root, 'job_quiet', async () => 'answered from memory');
+    expect(await readdir(root)).toEqual([]);
+    const [first, second, inside] = await withJobWorkspace(root, 'job_files', async (workspace) => {
+      const folders = await Promise.all([workspace(), workspace()]);
+      return [...folders, await readdir(own)] as const;
+    });
+    expect(first).toBe(second);
+    expect(inside).toHaveLength(1);
+    expect(await readdir(own)).toEqual([]);
   });
 });

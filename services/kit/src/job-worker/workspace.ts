@@ -56,22 +56,31 @@ function isRunning(pid: number): boolean {
 
 /**
  * Runs `task` with a fresh private directory in this process's folder under `tempRoot` (named
- * after the job, so a leftover is easy to attribute) and removes it afterwards, whatever
- * happened.
+ * after the job, so a leftover is easy to attribute), made when `task` first asks for it, and
+ * removes it afterwards, whatever happened.
  */
 export async function withJobWorkspace<T>(
   tempRoot: string,
   jobId: string,
-  task: (workDir: string) => Promise<T>,
+  task: (workspace: () => Promise<string>) => Promise<T>,
 ): Promise<T> {
   await removeAbandonedWorkspaces(tempRoot);
+  let made: Promise<string> | undefined;
+  const workspace = () => {
+    made ??= makeJobFolder(tempRoot, jobId);
+    return made;
+  };
+  try {
+    return await task(workspace);
+  } finally {
+    const workDir = await made?.catch(() => undefined);
+    if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+async function makeJobFolder(tempRoot: string, jobId: string): Promise<string> {
   const root = ownRoot(tempRoot);
   await mkdir(root, { recursive: true });
   const safeId = jobId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
-  const workDir = await mkdtemp(join(root, `job-${safeId}-`));
-  try {
-    return await task(workDir);
-  } finally {
-    await rm(workDir, { recursive: true, force: true });
-  }
+  return mkdtemp(join(root, `job-${safeId}-`));
 }

@@ -75,9 +75,9 @@ class CoreError extends Error {
 
 describe('serveInlineWork failures', () => {
   it('flags a missing input object (real storage) as retryable', async () => {
-    processJob = async (job, { workDir }) => {
+    processJob = async (job, { workspace }) => {
       if (job.input.kind !== 'stored-text') throw new Error('unexpected input');
-      await store.downloadToFile(job.input.key, join(workDir, 'input.txt'));
+      await store.downloadToFile(job.input.key, join(await workspace(), 'input.txt'));
       throw new Error('unreachable: the object does not exist');
     };
     expect(await requestInline(work())).toEqual({

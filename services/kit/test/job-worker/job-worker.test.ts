@@ -85,8 +85,8 @@ async function publish(message: JobWorkMessage, msgID = message.jobId): Promise<
   });
 }
 
-const succeed: ProcessJob = async (job, { workDir }) => {
-  await writeFile(join(workDir, 'scratch.txt'), 'x');
+const succeed: ProcessJob = async (job, { workspace }) => {
+  await writeFile(join(await workspace(), 'scratch.txt'), 'x');
   return {
     outputKey: null,
     outputText: `done ${job.jobId}`,

@@ -13,7 +13,8 @@ export interface AudioJobOptions {
  * format processAudio wrote: for auto Opus, or the input's MP3 when the input itself is the result.
  */
 export function createAudioJobProcessor(options: AudioJobOptions): ProcessJob<'audio'> {
-  return async (work, { workDir, signal, heartbeat }) => {
+  return async (work, { workspace, signal, heartbeat }) => {
+    const workDir = await workspace();
     const startedAt = performance.now();
     const outputPath = join(workDir, 'output');
     const { outputKey, result: audio } = await processUploadedFile(

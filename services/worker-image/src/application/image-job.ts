@@ -18,7 +18,8 @@ export interface ImageJobOptions {
  * when the input itself is the result.
  */
 export function createImageJobProcessor(options: ImageJobOptions): ProcessJob<'image'> {
-  return async (work, { workDir, signal, logger }) => {
+  return async (work, { workspace, signal, logger }) => {
+    const workDir = await workspace();
     const startedAt = performance.now();
     const outputPath = join(workDir, 'output');
     const { outputKey, result: image } = await processUploadedFile(

@@ -42,16 +42,16 @@ interface TextInput {
  * - `upload` (`.txt` read as UTF-8, `.pdf` through text extraction): `result.txt` only.
  */
 export function createTextJobProcessor(options: TextJobOptions): ProcessJob<'text'> {
-  return async (work, { workDir, mode, signal }) => {
+  return async (work, { workspace, mode, signal }) => {
     const startedAt = performance.now();
-    const input = await readInput(work.input, workDir, options, signal);
+    const input = await readInput(work.input, workspace, options, signal);
     const result = await options.runPipeline(input.text, work.operations, signal);
     const outputSize = Buffer.byteLength(result.text, 'utf8');
 
     let outputKey: string | null = null;
     let outputText: string | null = result.text;
     if (mode === 'queued' || input.source !== 'message') {
-      const outputPath = join(workDir, 'result.txt');
+      const outputPath = join(await workspace(), 'result.txt');
       await writeFile(outputPath, result.text, 'utf8');
       outputKey = await storeResult(options.store, work, outputPath, 'txt');
       const returnText = input.source !== 'upload' && outputSize <= options.maxOutputTextBytes;
@@ -73,7 +73,7 @@ export function createTextJobProcessor(options: TextJobOptions): ProcessJob<'tex
 
 async function readInput(
   input: JobInput,
-  workDir: string,
+  workspace: () => Promise<string>,
   { store, extractPdfText }: TextJobOptions,
   signal: AbortSignal,
 ): Promise<TextInput> {
@@ -85,7 +85,7 @@ async function readInput(
         source: 'message',
       };
     case 'stored-text': {
-      const path = join(workDir, 'input.txt');
+      const path = join(await workspace(), 'input.txt');
       await store.downloadToFile(input.key, path);
       return {
         text: await readUtf8(path),
@@ -95,7 +95,7 @@ async function readInput(
     }
     case 'upload': {
       const extension = extname(input.filename).toLowerCase();
-      const path = join(workDir, `input${extension}`);
+      const path = join(await workspace(), `input${extension}`);
       await store.downloadToFile(input.key, path);
       const inputSize = (await stat(path)).size;
       if (extension === '.txt') return { text: await readUtf8(path), inputSize, source: 'upload' };
