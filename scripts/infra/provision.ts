@@ -1,7 +1,17 @@
 import { execFile as execFileCallback, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  cp,
+  mkdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -184,7 +194,9 @@ export async function provisionTools(
 async function linkSystemBinary(name: string, path: string | undefined): Promise<boolean> {
   const found = path === undefined ? await which(name) : existsSync(path) ? path : undefined;
   if (found === undefined) return false;
-  if (found === toolPath(name)) return true;
+  // Left alone when already right: a run beside this one may be starting the tool right now.
+  const linked = await readlink(toolPath(name)).catch(() => undefined);
+  if (found === toolPath(name) || linked === found) return true;
   await rm(toolPath(name), { force: true });
   await symlink(found, toolPath(name));
   return true;
@@ -271,10 +283,14 @@ async function isDebianPackageInstalled(packageName: string): Promise<boolean> {
   }
 }
 
+/**
+ * The machine's own binary of that name on PATH. No checkout's `.tools/bin` is searched: another
+ * checkout's may link back to this one's, and a link to it would be a loop.
+ */
 async function which(name: string): Promise<string | undefined> {
   const path = (process.env.PATH ?? '')
     .split(':')
-    .filter((entry) => entry !== '' && entry !== TOOLS_BIN);
+    .filter((entry) => entry !== '' && entry !== TOOLS_BIN && !entry.endsWith('/.tools/bin'));
   for (const directory of path) {
     const candidate = join(directory, name);
     if (existsSync(candidate)) return candidate;
