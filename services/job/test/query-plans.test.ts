@@ -17,6 +17,8 @@ const STORED_JOBS = 4_000;
 /** Jobs of one account among them: a list must read a page of them, not all of them. */
 const LISTED_ACCOUNT = 'acct_seedbig';
 const LISTED_JOBS = 1_500;
+/** An account with a few dozen of the stored jobs (every fiftieth from the 7th). */
+const SMALL_ACCOUNT = 'acct_seed7';
 const DAY = 24 * 60 * 60 * 1000;
 
 beforeAll(async () => {
@@ -168,4 +170,45 @@ describe('query plans', () => {
     }
     expect(await queriesThatScan(harness.db, pages)).toEqual([]);
   });
+
+  it('finds a page of an account with few jobs through the account index, by account and cursor', async () => {
+    const page = await harness.rpc.call(jobEndpoints.listJobs, {
+      accountId: SMALL_ACCOUNT,
+      limit: 5,
+    });
+    expect(page.items).toHaveLength(5);
+    const recording = recordQueries(harness.mongo);
+    try {
+      await harness.rpc.call(jobEndpoints.listJobs, {
+        accountId: SMALL_ACCOUNT,
+        limit: 5,
+        cursor: page.nextCursor!,
+      });
+    } finally {
+      recording.stop();
+    }
+    const [query] = recording.queries.filter((recorded) => recorded.command === 'find');
+    const explained = await harness.db.command({
+      explain: { find: JOBS_COLLECTION, filter: query!.filter, sort: { _id: -1 }, limit: 6 },
+      verbosity: 'queryPlanner',
+    });
+    // PostgreSQL's plan (FerretDB answers explain with it): the ordered account index finds the
+    // account's jobs before the cursor, and no others. An unordered index finds every job of
+    // the account, and the `_id` index passes over other accounts' jobs.
+    const conditions = planNodes(explained.queryPlanner)
+      .filter((node) => String(node['Index Name'] ?? '').includes('account_newest'))
+      .map((node) => String(node['Index Cond']));
+    expect(conditions).toHaveLength(1);
+    expect(conditions[0]).toMatch(/'accountId'::text\) = '"acct_seed7"'::jsonb/);
+    expect(conditions[0]).toMatch(/'_id'::text\) < '"job_/);
+  });
 });
+
+/** Every node of a PostgreSQL plan in EXPLAIN's JSON form. */
+function planNodes(plan: unknown): Record<string, unknown>[] {
+  if (Array.isArray(plan)) return plan.flatMap(planNodes);
+  if (plan === null || typeof plan !== 'object') return [];
+  const node = plan as Record<string, unknown>;
+  const own = 'Node Type' in node ? [node] : [];
+  return [...own, ...Object.values(node).flatMap(planNodes)];
+}

@@ -179,16 +179,27 @@ export interface IndexSpecification {
   name: string;
   keys: Record<string, 1 | -1>;
   unique?: boolean;
+  /** An index of an earlier release that this one takes over from: dropped once this one exists. */
+  replaces?: string;
 }
 
-/** Creates each index if missing; an identical existing index is left alone by the server. */
+/** MongoDB's code for dropping an index that does not exist. */
+const INDEX_NOT_FOUND = 27;
+
+/**
+ * Creates each index if missing (an identical existing index is left alone by the server), then
+ * drops the index it replaces, if that is still there.
+ */
 export async function provisionIndexes(
   db: Db,
   indexes: readonly IndexSpecification[],
 ): Promise<void> {
   for (const index of indexes) {
-    await db
-      .collection(index.collection)
-      .createIndex(index.keys, { name: index.name, unique: index.unique ?? false });
+    const collection = db.collection(index.collection);
+    await collection.createIndex(index.keys, { name: index.name, unique: index.unique ?? false });
+    if (index.replaces === undefined) continue;
+    await collection.dropIndex(index.replaces).catch((error: unknown) => {
+      if ((error as { code?: unknown }).code !== INDEX_NOT_FOUND) throw error;
+    });
   }
 }

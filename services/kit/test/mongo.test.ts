@@ -73,6 +73,24 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     expect(unique?.unique).toBe(true);
   });
 
+  it('replaces an index of an earlier release, and running again is harmless', async () => {
+    const earlier: IndexSpecification = {
+      collection: 'replaced',
+      name: 'by_account',
+      keys: { accountId: 1 },
+    };
+    const later: IndexSpecification = {
+      ...earlier,
+      name: 'by_account_newest',
+      keys: { accountId: 1, _id: -1 },
+    };
+    await provisionIndexes(db, [earlier]);
+    await provisionIndexes(db, [{ ...later, replaces: 'by_account' }]);
+    await provisionIndexes(db, [{ ...later, replaces: 'by_account' }]);
+    const names = (await db.collection('replaced').indexes()).map((index) => index.name);
+    expect(names.sort()).toEqual(['_id_', 'by_account_newest']);
+  });
+
   it('enforces a unique index', async () => {
     await provisionIndexes(db, indexes);
     await db.collection('api_keys').insertOne({ hash: 'abc' });
@@ -140,7 +158,7 @@ describe('pages sorted by _id (on FerretDB: answered by PostgreSQL)', () => {
 
   beforeAll(async () => {
     await provisionIndexes(db, [
-      { collection: 'keyset_pages', name: 'account_id', keys: { accountId: 1, _id: -1 } },
+      { collection: 'keyset_pages', name: 'account_newest', keys: { accountId: 1, _id: -1 } },
     ]);
     const documents: Stored[] = Array.from({ length: 600 }, (_, n) => ({
       _id: `job_${String(n).padStart(4, '0')}`,
@@ -175,6 +193,15 @@ describe('pages sorted by _id (on FerretDB: answered by PostgreSQL)', () => {
     { _id: { $lt: 'job_0003' } },
     { accountId: '0123456789abcdef01234567', _id: { $lt: 'job_~' } },
     { accountId: 'acct_a', status: { $exists: true } },
+    // The account id itself, not an array holding it: read along the ordered account index.
+    { accountId: { $eq: 'acct_a', $not: { $type: 'array' } }, _id: { $gt: 'job_', $lt: 'job_~' } },
+    { accountId: { $eq: 'acct_c', $not: { $type: 'array' } }, _id: { $lt: 'job_~' } },
+    {
+      accountId: { $eq: 'acct_b', $not: { $type: 'array' } },
+      status: 'completed',
+      _id: { $lt: 'job_0500' },
+    },
+    { accountId: { $eq: '0123456789abcdef01234567', $not: { $type: 'array' } }, _id: { $lt: 'z' } },
   ];
 
   it('answers every page as FerretDB does without a limit', async () => {
@@ -195,6 +222,8 @@ describe('pages sorted by _id (on FerretDB: answered by PostgreSQL)', () => {
       return explained.limitPushdown === true;
     };
     expect(await pushedDown({ accountId: 'acct_a', _id: { $lt: 'job_~' } })).toBe(true);
+    const scalar = { $eq: 'acct_a', $not: { $type: 'array' } };
+    expect(await pushedDown({ accountId: scalar, _id: { $lt: 'job_~' } })).toBe(true);
     // No bound on _id, a number, an ObjectId's form: FerretDB sorts in memory, as before.
     expect(await pushedDown({ accountId: 'acct_a' })).toBe(false);
     expect(await pushedDown({ _id: { $lt: 5 } })).toBe(false);

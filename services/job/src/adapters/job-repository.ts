@@ -15,8 +15,15 @@ export const ADMISSIONS_COLLECTION = 'admissions';
 
 /** Indexes of the collections this service owns; plain ones only (FerretDB rules). */
 export const JOB_INDEXES: readonly IndexSpecification[] = [
-  // Lists: one account's jobs, newest first (ULID ids sort by creation time).
-  { collection: JOBS_COLLECTION, name: 'account_id', keys: { accountId: 1, _id: -1 } },
+  // Lists: one account's jobs, newest first (ULID ids sort by creation time). FerretDB keeps an
+  // index whose keys end with `_id` in key order, so a page is read along it
+  // (docs/dependencies.md, "Keyset pages"); `account_id`, its predecessor, was kept unordered.
+  {
+    collection: JOBS_COLLECTION,
+    name: 'account_newest',
+    keys: { accountId: 1, _id: -1 },
+    replaces: 'account_id',
+  },
   // Reconciler: `created` jobs whose publish is unconfirmed, terminal jobs whose event or refund
   // is. Each query leads with an equality, the only filter FerretDB serves from an index; the
   // matching documents are the jobs in flight, not the jobs stored.
@@ -201,7 +208,9 @@ export class JobRepository extends KeyedRepository<JobDocument> {
 
   async list(query: ListQuery): Promise<JobDocument[]> {
     const filter: Filter<JobDocument> = {
-      accountId: query.accountId,
+      // The account id itself, not an array holding it: an equality FerretDB answers from the
+      // ordered account index (docs/dependencies.md, "Keyset pages").
+      accountId: { $eq: query.accountId, $not: { $type: 'array' } },
       // Abandoned creations share the collection; they are not jobs.
       status: { $exists: true },
     };
