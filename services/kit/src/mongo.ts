@@ -179,7 +179,7 @@ export interface IndexSpecification {
   name: string;
   keys: Record<string, 1 | -1>;
   unique?: boolean;
-  /** An index of an earlier release that this one takes over from: dropped once this one exists. */
+  /** An index of an earlier release that this one takes over from: dropped before this one is made. */
   replaces?: string;
 }
 
@@ -187,8 +187,9 @@ export interface IndexSpecification {
 const INDEX_NOT_FOUND = 27;
 
 /**
- * Creates each index if missing (an identical existing index is left alone by the server), then
- * drops the index it replaces, if that is still there.
+ * Drops the index each one replaces, if that is still there, then creates it if missing (an
+ * identical existing index is left alone by the server). The drop comes first: a successor with
+ * the same keys is refused while its predecessor exists under another name.
  */
 export async function provisionIndexes(
   db: Db,
@@ -196,10 +197,11 @@ export async function provisionIndexes(
 ): Promise<void> {
   for (const index of indexes) {
     const collection = db.collection(index.collection);
+    if (index.replaces !== undefined) {
+      await collection.dropIndex(index.replaces).catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== INDEX_NOT_FOUND) throw error;
+      });
+    }
     await collection.createIndex(index.keys, { name: index.name, unique: index.unique ?? false });
-    if (index.replaces === undefined) continue;
-    await collection.dropIndex(index.replaces).catch((error: unknown) => {
-      if ((error as { code?: unknown }).code !== INDEX_NOT_FOUND) throw error;
-    });
   }
 }
