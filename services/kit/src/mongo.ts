@@ -183,8 +183,8 @@ export interface IndexSpecification {
   replaces?: string;
 }
 
-/** MongoDB's code for dropping an index that does not exist. */
-const INDEX_NOT_FOUND = 27;
+/** MongoDB's codes for dropping an index that does not exist, or of a collection that does not. */
+const NOTHING_TO_DROP = new Set([26, 27]);
 
 /**
  * Drops the index each one replaces, if that is still there, then creates it if missing (an
@@ -199,7 +199,7 @@ export async function provisionIndexes(
     const collection = db.collection(index.collection);
     if (index.replaces !== undefined) {
       await collection.dropIndex(index.replaces).catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== INDEX_NOT_FOUND) throw error;
+        if (!NOTHING_TO_DROP.has((error as { code?: number }).code ?? 0)) throw error;
       });
     }
     await collection.createIndex(index.keys, { name: index.name, unique: index.unique ?? false });

@@ -81,6 +81,8 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
     };
     // The same keys under a new name, as the job list's account index took over.
     const later: IndexSpecification = { ...earlier, name: 'by_account_newest' };
+    // On a collection that does not exist yet, there is nothing to drop.
+    await provisionIndexes(db, [{ ...earlier, collection: 'replaced_new', replaces: 'older' }]);
     await provisionIndexes(db, [earlier]);
     await provisionIndexes(db, [{ ...later, replaces: 'by_account' }]);
     await provisionIndexes(db, [{ ...later, replaces: 'by_account' }]);
