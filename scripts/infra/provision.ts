@@ -290,7 +290,7 @@ async function isDebianPackageInstalled(packageName: string): Promise<boolean> {
 async function which(name: string): Promise<string | undefined> {
   const path = (process.env.PATH ?? '')
     .split(':')
-    .filter((entry) => entry !== '' && entry !== TOOLS_BIN && !entry.endsWith('/.tools/bin'));
+    .filter((entry) => entry !== '' && !entry.endsWith('/.tools/bin'));
   for (const directory of path) {
     const candidate = join(directory, name);
     if (existsSync(candidate)) return candidate;

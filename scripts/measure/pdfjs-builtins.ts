@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BSON } from 'mongodb';
-import { table } from '../load/report';
+import { percentile, table } from '../load/report';
 
 const OPERATIONS = ['bson', 'json', 'push'] as const;
 type Operation = (typeof OPERATIONS)[number];
@@ -59,8 +59,6 @@ function measureInChild(operation: Operation, iterations: number, withPdfjs: boo
   return Number(execFileSync(process.execPath, args, { encoding: 'utf8' }));
 }
 
-const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -81,7 +79,7 @@ async function main(): Promise<void> {
       alone.push(measureInChild(operation, iterations, false));
       withPdfjs.push(measureInChild(operation, iterations, true));
     }
-    const [a, b] = [median(alone), median(withPdfjs)];
+    const [a, b] = [percentile(alone, 0.5), percentile(withPdfjs, 0.5)];
     return {
       operation,
       'µs each, alone': ((a * 1000) / iterations).toFixed(2),

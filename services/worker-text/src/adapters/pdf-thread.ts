@@ -1,4 +1,5 @@
 import { PDFParse } from 'pdf-parse';
+import type { PdfFailureReason } from '../domain/errors';
 
 /** What the main thread posts to a PDF thread: the file's bytes, transferred, not copied. */
 export interface PdfTextTask {
@@ -8,7 +9,7 @@ export interface PdfTextTask {
 /** The text of every page that has text, or why pdf.js could not read the document. */
 export type PdfTextOutcome =
   | { readonly text: string; readonly pages: number; readonly pagesWithText: number }
-  | { readonly failure: 'encrypted' | 'unreadable'; readonly detail: string };
+  | { readonly failure: Exclude<PdfFailureReason, 'not-a-pdf'>; readonly detail: string };
 
 /**
  * Entry of the PDF threads (piscina calls the default export per task). pdf.js runs here and
