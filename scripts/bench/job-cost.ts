@@ -4,7 +4,7 @@
  *
  *   node --import tsx scripts/bench/job-cost.ts [--kinds image-avif,text-queued,text-inline,
  *     image-inline,audio-1s,job-read,job-list,idle] [--seed-jobs 100000] [--seed-accounts 1000] [--scale 1]
- *     [--processes per-service|single]
+ *     [--processes per-service|single] [--inline-clients 4]
  *
  * Starts fresh servers and every service as its own process (bench-stack.ts), or all of them in
  * one with `--processes single`. First the bare
@@ -12,7 +12,7 @@
  * one process per core at once (bare-work.ts); for job-read and job-list, a bare fastify route
  * answering the same JSON. Then each kind on its own at saturation after a short warm-up: queued kinds as a
  * burst, drained (the rate is completed jobs ÷ first creation to last job terminal, as
- * capacity.ts); inline kinds as a closed loop of clients for a fixed time; job-read as
+ * capacity.ts); inline kinds as a closed loop of clients (`--inline-clients`, 4) for a fixed time; job-read as
  * concurrent GETs of one completed job for a fixed time; job-list as concurrent GETs of the first
  * page of the account's job list (on the seeded store the account is its busiest, see
  * seed-store.ts); idle as nothing at all. Around each:
@@ -27,7 +27,12 @@ import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stopProcess } from '../infra/launcher';
-import { runInlineLoop, runQueuedBurst, type SaturationRun } from '../load/capacity';
+import {
+  INLINE_CLIENTS,
+  runInlineLoop,
+  runQueuedBurst,
+  type SaturationRun,
+} from '../load/capacity';
 import { summarizeOutcomes, table } from '../load/report';
 import {
   JOB_KIND_NAMES,
@@ -131,7 +136,7 @@ interface StackCost {
 
 const log = (message: string) => process.stderr.write(`[job-cost] ${message}\n`);
 
-function jobKindLoad(kind: JobKind, target: Target, scale: number): Load {
+function jobKindLoad(kind: JobKind, target: Target, scale: number, inlineClients: number): Load {
   const name = kind.name as JobKindName;
   const queued = kind.mode === 'queued';
   return {
@@ -144,7 +149,7 @@ function jobKindLoad(kind: JobKind, target: Target, scale: number): Load {
       jobOutcome(
         queued
           ? await runQueuedBurst(target, kind, Math.ceil(QUEUED_BURST_JOBS[name] * scale))
-          : await runInlineLoop(target, kind, INLINE_SECONDS * scale),
+          : await runInlineLoop(target, kind, INLINE_SECONDS * scale, inlineClients),
       ),
     measureBare: () => measureBareWork(kind, BARE_SECONDS * scale),
   };
@@ -333,6 +338,7 @@ function parseOptions() {
       'seed-accounts': { type: 'string', default: '1000' },
       scale: { type: 'string', default: '1' },
       processes: { type: 'string', default: 'per-service' },
+      'inline-clients': { type: 'string', default: String(INLINE_CLIENTS) },
     },
   });
   const processes = processModelOf(values.processes);
@@ -351,6 +357,7 @@ function parseOptions() {
     seedJobs: Math.floor(count('seed-jobs', values['seed-jobs'], 0)),
     seedAccounts: Math.floor(count('seed-accounts', values['seed-accounts'], 1)),
     scale: count('scale', values.scale, 0.01),
+    inlineClients: Math.floor(count('inline-clients', values['inline-clients'], 1)),
     processes,
   };
 }
@@ -360,6 +367,7 @@ async function prepareLoads(
   stack: BenchStack,
   kinds: readonly MeasuredKind[],
   scale: number,
+  inlineClients: number,
 ): Promise<Load[]> {
   const jobKinds = await prepareWorkload(
     stack,
@@ -375,7 +383,8 @@ async function prepareLoads(
     if (kind === 'idle') return idleLoad(scale);
     if (kind === 'job-read') return readLoad(kind, read!, scale);
     if (kind === 'job-list') return readLoad(kind, list!, scale);
-    return jobKindLoad(jobKinds.find((jobKind) => jobKind.name === kind)!, target, scale);
+    const jobKind = jobKinds.find((candidate) => candidate.name === kind)!;
+    return jobKindLoad(jobKind, target, scale, inlineClients);
   });
 }
 
@@ -389,7 +398,7 @@ async function main(): Promise<void> {
     processes: options.processes,
   });
   try {
-    const loads = await prepareLoads(stack, options.kinds, options.scale);
+    const loads = await prepareLoads(stack, options.kinds, options.scale, options.inlineClients);
     const bare = new Map<MeasuredKind, BareRate | null>();
     for (const load of loads) {
       log(`bare work: ${load.kind}…`);
@@ -415,7 +424,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(
       [
-        `job cost, scale ${options.scale}, ${options.processes === 'single' ? 'one process for every service' : 'a process per service'}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
+        `job cost, scale ${options.scale}, ${options.inlineClients} inline clients, ${options.processes === 'single' ? 'one process for every service' : 'a process per service'}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
         table(rows),
         '',
         ...loads.map((load) =>

@@ -42,7 +42,8 @@ const BURST: Record<JobKindName, number> = {
   'audio-3s': 30,
   'audio-20s': 10,
 };
-const INLINE_CLIENTS = 4;
+/** Clients of an inline kind's closed loop unless told otherwise. */
+export const INLINE_CLIENTS = 4;
 const INLINE_SECONDS = 20;
 
 export type CapacityRow = {

@@ -56,6 +56,31 @@ describe('WriteBatcher', () => {
     expect(written).toEqual([[3], [4]]);
   });
 
+  it('settles each item with its own outcome when the write reports one per item', async () => {
+    const batcher = new WriteBatcher<number, string>(async (items) =>
+      items.map(
+        (item): PromiseSettledResult<string> =>
+          item % 2 === 0
+            ? { status: 'fulfilled', value: `even ${item}` }
+            : { status: 'rejected', reason: new Error(`odd ${item}`) },
+      ),
+    );
+    const outcomes = await Promise.allSettled([1, 2, 3, 4].map((item) => batcher.add(item)));
+    expect(
+      outcomes.map((outcome) =>
+        outcome.status === 'fulfilled' ? outcome.value : (outcome.reason as Error).message,
+      ),
+    ).toEqual(['odd 1', 'even 2', 'odd 3', 'even 4']);
+  });
+
+  it('rejects every item of a write whose outcomes do not match its items', async () => {
+    const batcher = new WriteBatcher<number, boolean>(async () => [
+      { status: 'fulfilled', value: true },
+    ]);
+    const outcomes = await Promise.allSettled([batcher.add(1), batcher.add(2)]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+  });
+
   it('with a linger, writes what arrived within the window together, and flush writes it now', async () => {
     const written: number[][] = [];
     const batcher = new WriteBatcher<number>(

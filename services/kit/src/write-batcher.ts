@@ -17,32 +17,43 @@ export interface WriteBatcherOptions {
   lingerMs?: number;
 }
 
+/** What a write reports: nothing (each item settles as the whole write did), or one outcome per item. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a write of a whole batch returns nothing at all
+type WriteOutcomes<Outcome> = void | readonly PromiseSettledResult<Outcome>[];
+
 /**
  * Gathers items for one bulk write: the first item starts a write (at once, or after
  * `lingerMs`) with whatever joined meanwhile, and the items that arrive while a write is in
- * flight go together in the next one. Each `add` settles with the write that carried its item.
+ * flight go together in the next one. Each `add` settles with the write that carried its item:
+ * with that item's own outcome when the write reports one per item (a bulk insert's inserted,
+ * taken or failed), else as the whole write did.
  *
  * Not DataLoader: it batches the calls of one tick, not what queues behind a write still in
  * flight, and has no way to flush a window on shutdown.
  */
-export class WriteBatcher<Item> {
-  private queued: { item: Item; resolve(): void; reject(error: unknown): void }[] = [];
+export class WriteBatcher<Item, Outcome = void> {
+  private queued: { item: Item; resolve(outcome: Outcome): void; reject(error: unknown): void }[] =
+    [];
   private draining: Promise<void> | undefined;
   /** Cancels the wait before the next write, while one is scheduled. */
   private cancelWait: (() => void) | undefined;
   private readonly maxBatch: number;
   private readonly lingerMs: number;
 
+  /**
+   * `write` resolves with nothing (every item settles as the write did) or with one outcome per
+   * item, in the items' order.
+   */
   constructor(
-    private readonly write: (items: Item[]) => Promise<void>,
+    private readonly write: (items: Item[]) => Promise<WriteOutcomes<Outcome>>,
     options: WriteBatcherOptions = {},
   ) {
     this.maxBatch = options.maxBatch ?? 500;
     this.lingerMs = options.lingerMs ?? 0;
   }
 
-  add(item: Item): Promise<void> {
-    return new Promise((resolve, reject) => {
+  add(item: Item): Promise<Outcome> {
+    return new Promise<Outcome>((resolve, reject) => {
       this.queued.push({ item, resolve, reject });
       this.schedule();
     });
@@ -80,12 +91,22 @@ export class WriteBatcher<Item> {
   private async drain(): Promise<void> {
     while (this.queued.length > 0) {
       const batch = this.queued.splice(0, this.maxBatch);
+      let outcomes: WriteOutcomes<Outcome>;
       try {
-        await this.write(batch.map((queued) => queued.item));
-        for (const queued of batch) queued.resolve();
+        outcomes = await this.write(batch.map((queued) => queued.item));
+        if (outcomes !== undefined && outcomes.length !== batch.length) {
+          throw new Error(`a write of ${batch.length} items reported ${outcomes.length} outcomes`);
+        }
       } catch (error) {
         for (const queued of batch) queued.reject(error);
+        continue;
       }
+      batch.forEach((queued, index) => {
+        const outcome = outcomes?.[index];
+        if (outcome === undefined) queued.resolve(undefined as Outcome);
+        else if (outcome.status === 'fulfilled') queued.resolve(outcome.value);
+        else queued.reject(outcome.reason);
+      });
     }
   }
 }

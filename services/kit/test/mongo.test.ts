@@ -12,6 +12,8 @@ import {
   type Db,
   type IndexSpecification,
   insertAllIfAbsent,
+  insertEachIfAbsent,
+  KeyedRepository,
   POOL_CHECK_INTERVAL_MS,
   provisionIndexes,
 } from '../src/mongo';
@@ -144,6 +146,70 @@ describe('MongoDB provisioning (against the MongoDB-wire server)', () => {
       { _id: 'job_c', n: 2 },
     ]);
     expect(await insertAllIfAbsent(usage, documents)).toBe(0);
+  });
+
+  it('tells each document of one insert whether it went in, was taken, or failed', async () => {
+    const entries = db.collection<{ _id: unknown; n: number }>('each_inserts');
+    await entries.insertOne({ _id: 'job_taken', n: 0 });
+    // An array is no _id: the server refuses that document alone and goes on past it.
+    const ids: unknown[] = ['job_new', 'job_taken', ['not', 'an', 'id'], 'job_new', 'job_last'];
+    const outcomes = await insertEachIfAbsent(
+      entries,
+      ids.map((id, n) => ({ _id: id, n })),
+    );
+    expect(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : 'failed')),
+    ).toEqual([true, false, 'failed', false, true]);
+    expect(await entries.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 'job_last', n: 4 },
+      { _id: 'job_new', n: 0 },
+      { _id: 'job_taken', n: 0 },
+    ]);
+  });
+});
+
+describe('inserts of concurrent callers written together (KeyedRepository)', () => {
+  class Claims extends KeyedRepository<{ _id: string; n: number }> {
+    claim(id: string, n: number): Promise<boolean> {
+      return this.insertIfAbsent({ _id: id, n });
+    }
+  }
+  let monitored: { client: MongoClient; db: Db };
+  const insertCommands: number[] = [];
+
+  beforeAll(async () => {
+    monitored = await connectMongo({
+      url: infrastructure.mongoUrl,
+      database: infrastructure.database,
+      appName: 'kit-test-grouped',
+      monitorCommands: true,
+    });
+    monitored.client.on('commandStarted', (event) => {
+      if (event.commandName === 'insert') insertCommands.push(event.command.documents.length);
+    });
+  });
+  afterAll(() => monitored.client.close());
+
+  it('answers each caller as its own insert would, in fewer commands than callers', async () => {
+    const claims = new Claims(monitored.db, 'grouped_claims');
+    expect(await claims.claim('job_00', -1)).toBe(true);
+    insertCommands.length = 0;
+    // 30 callers at once: ids 0-19, each of 0-9 twice, and 00 taken already.
+    const ids = Array.from({ length: 30 }, (_, n) => `job_${String(n % 20).padStart(2, '0')}`);
+    const outcomes = await Promise.all(ids.map((id, n) => claims.claim(id, n)));
+    // Per id exactly one caller wins, the first to ask, and none for the id taken before.
+    const firstAsker = new Map<string, number>();
+    for (const [n, id] of ids.entries()) if (!firstAsker.has(id)) firstAsker.set(id, n);
+    expect(outcomes).toEqual(ids.map((id, n) => id !== 'job_00' && firstAsker.get(id) === n));
+    expect(await monitored.db.collection('grouped_claims').countDocuments()).toBe(20);
+    // Asked in one turn, so written together (the first insert alone when one is in flight).
+    expect(insertCommands.reduce((sum, count) => sum + count, 0)).toBe(30);
+    expect(insertCommands.length).toBeLessThan(30);
+    expect(Math.max(...insertCommands)).toBeGreaterThan(1);
+    // A quiet caller is written at once, alone.
+    insertCommands.length = 0;
+    expect(await claims.claim('job_99', 0)).toBe(true);
+    expect(insertCommands).toEqual([1]);
   });
 });
 
