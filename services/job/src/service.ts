@@ -51,9 +51,9 @@ export function jobServiceCore(dependencies: JobServiceDependencies) {
   const claims = new IdempotencyRepository(db);
   const admissions = new AdmissionRepository(db);
   const messaging = new JobMessaging(nats, topology, logger, rpc);
-  const settlement = new Settlement(jobs, messaging, rpc, logger, dependencies.metrics);
-  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
   const finished = new FinishedJobs();
+  const settlement = new Settlement(jobs, messaging, rpc, logger, finished, dependencies.metrics);
+  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
   return { clock, jobs, claims, admissions, messaging, settlement, abandoned, finished };
 }
 

@@ -263,7 +263,6 @@ export class JobHarness {
     return total;
   }
 
-  /** The job as stored, read on the service's own database. */
   /** What a worker sends when it starts attempt `attempt` of a queued (audio) job. */
   beginAttempt(jobId: string, attempt: number) {
     return this.rpc.call(jobEndpoints.beginAttempt, {
@@ -292,6 +291,7 @@ export class JobHarness {
     });
   }
 
+  /** The job as stored, read on the service's own database. */
   storedJob(jobId: string): Promise<JobDocument | null> {
     return this.db.collection<JobDocument>(JOBS_COLLECTION).findOne({ _id: jobId });
   }

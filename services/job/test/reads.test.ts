@@ -3,6 +3,7 @@ import { jobEndpoints, LIMITS, MB, newId, publicJobSummary } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { recordQueries } from '../../../test/support/query-plans';
 import { JOBS_COLLECTION } from '../src/adapters/job-repository';
+import { publicJobOf } from '../src/domain/representation';
 import {
   audioRequest,
   CONFIRMED,
@@ -165,6 +166,18 @@ describe('getJob of a finished job', () => {
       }
     });
     expect(finds).toBe(1);
+    expect((await errorOf(read(id, newAccount()))).code).toBe('JOB_NOT_FOUND');
+  });
+
+  it('answers the read that follows its completion from memory: the completion stored it', async () => {
+    const uploadId = harness.addUpload(owner, 'voice.mp3', MB, 'audio/mpeg');
+    const id = (await harness.createJob(audioRequest(owner, uploadId))).job.id;
+    expect((await harness.beginAttempt(id, 1)).action).toBe('run');
+    expect(await harness.completeAttempt(id, 1)).toEqual({ accepted: true });
+    let answer: unknown;
+    expect(await findsOf(id, async () => (answer = await read(id)))).toBe(0);
+    // Remembered as stored: the answer is the stored job's.
+    expect(answer).toEqual(publicJobOf((await harness.storedJob(id))!));
     expect((await errorOf(read(id, newAccount()))).code).toBe('JOB_NOT_FOUND');
   });
 

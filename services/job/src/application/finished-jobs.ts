@@ -4,12 +4,13 @@ import { isTerminal, type JobDocument } from '../domain/job';
 
 /** Finished jobs remembered per process; about 2 KB each. */
 const REMEMBERED_JOBS = 10_000;
-/** How long one is remembered after the read that found it. */
+/** How long one is remembered after the read that found it, or the settlement that stored it. */
 const REMEMBERED_FOR_MS = 10 * 60 * 1000;
 
 /**
- * Finished jobs recently read, so a job read again (a client fetching a fresh download URL, a
- * dashboard refreshing, a poll after the end) costs no database command. Every replica keeps its
+ * Finished jobs recently read or finished by this process, so a job read again (the long-poll
+ * woken by its end, a client fetching a fresh download URL, a dashboard refreshing, a poll after
+ * the end) costs no database command. Every replica keeps its
  * own and none is ever told of a change, which is safe because a finished job's public fields
  * do not change: the only later write that a read shows is retention marking its result
  * expired, so a job is remembered only while that moment is more than an entry's lifetime away.

@@ -4,6 +4,7 @@ import type { JobRepository, OutboxFlag } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobEventOf } from '../domain/events';
 import { isTerminal, type JobDocument } from '../domain/job';
+import type { FinishedJobs } from './finished-jobs';
 
 /**
  * Side effects of a terminal state, each at least once and made exactly-once by its receiver:
@@ -11,6 +12,10 @@ import { isTerminal, type JobDocument } from '../domain/job';
  * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. The job
  * document's outbox flags record what is confirmed; the reconciler redoes the rest after a
  * crash or an outage.
+ *
+ * The job it is given is the one just stored, so it is remembered as a finished job read
+ * (FinishedJobs) before the notification goes out: the long-poll that wakes on it, and the
+ * client reading its result, read it again without a database command.
  *
  * This is the only refund path: billing consumes `job.failed` for nothing, so refunds follow
  * one rule, and an inline failure is refunded before its 200 answer.
@@ -21,6 +26,7 @@ export class Settlement {
     private readonly messaging: JobMessaging,
     private readonly rpc: Rpc,
     private readonly logger: Logger,
+    private readonly finished: FinishedJobs,
     /** Terminal jobs and their duration (absent in tests that do not read them). */
     private readonly metrics?: JobOutcomeMetrics,
   ) {}
@@ -29,6 +35,7 @@ export class Settlement {
     if (!isTerminal(job.status)) return;
     if (job.status === 'failed' && job.refundPending) await this.refund(job);
     if (!job.eventPublished) await this.publishEvent(job);
+    this.finished.remember(job, Date.now());
     this.messaging.notify({ jobId: job._id, status: job.status });
   }
 
