@@ -46,6 +46,13 @@ type Handling<Schema extends z.ZodType> =
        */
       handleBatch(messages: z.output<Schema>[]): Promise<StreamVerdict[]>;
       maxBatch: number;
+      /**
+       * How long a batch's first message waits for others before the batch is handled (0, the
+       * default: not at all). For handlers whose write nobody waits on, so a busy stream makes
+       * one write per window instead of one per message; the messages stay unacknowledged
+       * until written, so a process that dies meanwhile loses nothing (JetStream redelivers).
+       */
+      lingerMs?: number;
       handle?: undefined;
     };
 
@@ -73,6 +80,7 @@ export async function consumeStream<Schema extends z.ZodType>(
       ? async (bodies) => [await options.handle(bodies[0]!)]
       : options.handleBatch.bind(options);
   const maxBatch = options.handleBatch === undefined ? 1 : Math.max(1, options.maxBatch);
+  const lingerMs = options.handleBatch === undefined ? 0 : (options.lingerMs ?? 0);
 
   /** Parses each message (terminating what does not parse), handles the rest, settles each. */
   async function process(batch: JsMsg[]): Promise<void> {
@@ -118,22 +126,51 @@ export async function consumeStream<Schema extends z.ZodType>(
     );
   }
 
-  /** The next message, then whatever else has already arrived, up to `maxBatch`. */
-  async function nextBatch(iterator: AsyncIterator<JsMsg>): Promise<JsMsg[] | null> {
-    const first = await iterator.next();
+  const iterator = messages[Symbol.asyncIterator]();
+  /** A read of the next message that a linger gave up waiting for: the next batch's first. */
+  let unfinishedRead: Promise<IteratorResult<JsMsg>> | undefined;
+  const read = () => {
+    const next = unfinishedRead ?? iterator.next();
+    unfinishedRead = undefined;
+    return next;
+  };
+
+  /**
+   * The next message, then whatever else has already arrived or arrives within `lingerMs`, up
+   * to `maxBatch`.
+   */
+  async function nextBatch(): Promise<JsMsg[] | null> {
+    const first = await read();
     if (first.done) return null;
     const batch = [first.value];
-    while (batch.length < maxBatch && messages.getPending() > 0) {
-      const next = await iterator.next();
-      if (next.done) break;
+    const lingerEnds = performance.now() + lingerMs;
+    while (batch.length < maxBatch) {
+      const next = messages.getPending() > 0 ? await read() : await readWithin(lingerEnds);
+      if (next === undefined || next.done) break;
       batch.push(next.value);
     }
     return batch;
   }
 
+  /** The next message if it arrives before `deadline`; undefined (the read kept) if not. */
+  async function readWithin(deadline: number): Promise<IteratorResult<JsMsg> | undefined> {
+    const left = deadline - performance.now();
+    if (left <= 0) return undefined;
+    const next = read();
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      next,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), left);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome === undefined) unfinishedRead = next;
+    return outcome;
+  }
+
   const consuming = (async () => {
-    const iterator = messages[Symbol.asyncIterator]();
-    for (let batch = await nextBatch(iterator); batch !== null; batch = await nextBatch(iterator)) {
+    for (let batch = await nextBatch(); batch !== null; batch = await nextBatch()) {
       const handled = batch;
       await inConsumerSpan(definition.durableName, handled[0]!, () => process(handled));
     }

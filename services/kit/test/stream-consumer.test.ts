@@ -119,4 +119,50 @@ describe('consumeStream', () => {
       await consumer.stop();
     }
   });
+
+  it('with a linger, gathers messages arriving one by one into one batch, and on stop handles what it held', async () => {
+    const batches: number[][] = [];
+    const js = jetstream(nats);
+    const subject = topology.subjects.events.completed;
+    const consumer = await consumeStream({
+      nats,
+      consumer: topology.consumers.billing,
+      schema: z.object({ n: z.number() }),
+      retryDelayMs: RETRY_DELAY_MS,
+      maxMessages: 50,
+      maxBatch: 50,
+      lingerMs: 1_500,
+      logger,
+      async handleBatch(messages) {
+        // The earlier tests' messages (n < 200) are acknowledged without being counted.
+        const ours = messages.map(({ n }) => n).filter((n) => n >= 200);
+        if (ours.length > 0) batches.push(ours);
+        return messages.map((): StreamVerdict => 'ack');
+      },
+    });
+    let stopped = false;
+    try {
+      for (let n = 200; n < 210; n++) {
+        await js.publish(subject, JSON.stringify({ n }));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await vi.waitFor(() => expect(batches.flat()).toHaveLength(10), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      // Each arrived 20 ms after the one before, within the first one's linger.
+      expect(batches).toEqual([Array.from({ length: 10 }, (_, index) => 200 + index)]);
+      await drained(topology.consumers.billing);
+      // Held in a linger when the consumer stops: handled and acknowledged, not left behind.
+      await js.publish(subject, JSON.stringify({ n: 300 }));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(batches).toHaveLength(1);
+      await consumer.stop();
+      stopped = true;
+      expect(batches).toEqual([Array.from({ length: 10 }, (_, index) => 200 + index), [300]]);
+      await drained(topology.consumers.billing);
+    } finally {
+      if (!stopped) await consumer.stop();
+    }
+  });
 });
