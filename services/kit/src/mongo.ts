@@ -116,8 +116,8 @@ export abstract class KeyedRepository<Schema extends Document & { _id: string }>
   protected readonly collection: Collection<Schema>;
   /**
    * The inserts of concurrent callers, written together: what queues behind the insert in
-   * flight goes as one insertMany. On FerretDB a document inserted with three others costs a
-   * third of the server CPU of one inserted alone (docs/performance.md, "Inserts written
+   * flight goes as one insertMany. On FerretDB a document inserted with three others costs
+   * about 40 % of the server CPU of one inserted alone (docs/performance.md, "Inserts written
    * together"); a quiet service still writes each at once.
    */
   private readonly inserts: WriteBatcher<OptionalUnlessRequiredId<Schema>, boolean>;

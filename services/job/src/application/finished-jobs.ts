@@ -10,10 +10,10 @@ const REMEMBERED_FOR_MS = 10 * 60 * 1000;
 /**
  * Finished jobs recently read or finished by this process, so a job read again (the long-poll
  * woken by its end, a client fetching a fresh download URL, a dashboard refreshing, a poll after
- * the end) costs no database command. Every replica keeps its
- * own and none is ever told of a change, which is safe because a finished job's public fields
- * do not change: the only later write that a read shows is retention marking its result
- * expired, so a job is remembered only while that moment is more than an entry's lifetime away.
+ * the end) costs no database command. Every replica keeps its own and none is ever told of a
+ * change, which is safe because a finished job's public fields do not change: the only later
+ * write that a read shows is retention marking its result expired, so a job is remembered only
+ * while that moment is more than an entry's lifetime away.
  * Writes the public never sees (the outbox's confirmation flags) may leave a copy behind.
  */
 export class FinishedJobs {
