@@ -39,7 +39,7 @@ interface JobLike {
 
 const jobLike = (id: string): JobLike => ({
   _id: id,
-  accountId: `acct_${id.length % 97}`,
+  accountId: 'acct_1',
   status: 'created',
   payload: 'x'.repeat(2_400),
 });

@@ -1,5 +1,5 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { createTopology } from '@tamp/proto';
+import { type ConsumerDefinition, createTopology } from '@tamp/proto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -35,6 +35,36 @@ async function drained({ stream, durableName }: { stream: string; durableName: s
     },
     { timeout: 5_000, interval: 50 },
   );
+}
+
+/**
+ * A batch consumer of `n`-messages that records the batches of those from `from` on (earlier
+ * tests' messages are acknowledged without being counted), deciding each with `verdictFor`.
+ */
+function batchConsumer(options: {
+  consumer: ConsumerDefinition;
+  from: number;
+  maxBatch: number;
+  lingerMs?: number;
+  verdictFor?: (n: number) => StreamVerdict;
+}) {
+  const batches: number[][] = [];
+  const started = consumeStream({
+    nats,
+    consumer: options.consumer,
+    schema: z.object({ n: z.number() }),
+    retryDelayMs: RETRY_DELAY_MS,
+    maxMessages: 50,
+    maxBatch: options.maxBatch,
+    lingerMs: options.lingerMs,
+    logger,
+    async handleBatch(messages) {
+      const ours = messages.map(({ n }) => n).filter((n) => n >= options.from);
+      if (ours.length > 0) batches.push(ours);
+      return messages.map(({ n }) => options.verdictFor?.(n) ?? 'ack');
+    },
+  });
+  return { batches, started };
 }
 
 describe('consumeStream', () => {
@@ -81,31 +111,23 @@ describe('consumeStream', () => {
   });
 
   it('hands what arrived meanwhile to a batch handler, with one verdict per message', async () => {
-    const batches: number[][] = [];
     const retried = new Set<number>();
     const js = jetstream(nats);
     const subject = topology.subjects.events.completed;
     // Published before the consumer starts, so they are all waiting at once; the earlier test's
-    // messages (n < 100) come first and are acknowledged without being counted.
+    // messages (n < 100) come first.
     for (let n = 100; n < 120; n++) await js.publish(subject, JSON.stringify({ n }));
-    const consumer = await consumeStream({
-      nats,
+    const { batches, started } = batchConsumer({
       consumer: topology.consumers.webhook,
-      schema: z.object({ n: z.number() }),
-      retryDelayMs: RETRY_DELAY_MS,
-      maxMessages: 50,
+      from: 100,
       maxBatch: 8,
-      logger,
-      async handleBatch(messages) {
-        const ours = messages.map(({ n }) => n).filter((n) => n >= 100);
-        if (ours.length > 0) batches.push(ours);
-        return messages.map(({ n }): StreamVerdict => {
-          if (n !== 105 || retried.has(n)) return 'ack';
-          retried.add(n);
-          return 'retry';
-        });
+      verdictFor(n) {
+        if (n !== 105 || retried.has(n)) return 'ack';
+        retried.add(n);
+        return 'retry';
       },
     });
+    const consumer = await started;
     try {
       const handled = () => batches.flat();
       await vi.waitFor(() => expect(handled()).toHaveLength(21), { timeout: 10_000, interval: 50 });
@@ -121,25 +143,15 @@ describe('consumeStream', () => {
   });
 
   it('with a linger, gathers messages arriving one by one into one batch, and on stop handles what it held', async () => {
-    const batches: number[][] = [];
     const js = jetstream(nats);
     const subject = topology.subjects.events.completed;
-    const consumer = await consumeStream({
-      nats,
+    const { batches, started } = batchConsumer({
       consumer: topology.consumers.billing,
-      schema: z.object({ n: z.number() }),
-      retryDelayMs: RETRY_DELAY_MS,
-      maxMessages: 50,
+      from: 200,
       maxBatch: 50,
       lingerMs: 1_500,
-      logger,
-      async handleBatch(messages) {
-        // The earlier tests' messages (n < 200) are acknowledged without being counted.
-        const ours = messages.map(({ n }) => n).filter((n) => n >= 200);
-        if (ours.length > 0) batches.push(ours);
-        return messages.map((): StreamVerdict => 'ack');
-      },
     });
+    const consumer = await started;
     let stopped = false;
     try {
       for (let n = 200; n < 210; n++) {

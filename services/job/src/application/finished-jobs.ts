@@ -2,8 +2,16 @@ import { LIMITS } from '@tamp/proto';
 import { LRUCache } from 'lru-cache';
 import { isTerminal, type JobDocument } from '../domain/job';
 
-/** Finished jobs remembered per process; about 2 KB each. */
+/** Finished jobs remembered per process at most. */
 const REMEMBERED_JOBS = 10_000;
+/**
+ * What they may hold together, in (approximate) bytes: since every job this process finishes is
+ * remembered, not only those read again, a run of text jobs (input and output text kept in the
+ * job, an output up to 256 KB) must not fill the heap. 10,000 jobs of ~2 KB fit.
+ */
+const REMEMBERED_BYTES = 64 * 1024 * 1024;
+/** A job's fields besides its texts, in bytes, roughly. */
+const JOB_FIELDS_BYTES = 2_048;
 /** How long one is remembered after the read that found it, or the settlement that stored it. */
 const REMEMBERED_FOR_MS = 10 * 60 * 1000;
 
@@ -19,6 +27,8 @@ const REMEMBERED_FOR_MS = 10 * 60 * 1000;
 export class FinishedJobs {
   private readonly jobs = new LRUCache<string, JobDocument>({
     max: REMEMBERED_JOBS,
+    maxSize: REMEMBERED_BYTES,
+    sizeCalculation: approximateBytesOf,
     ttl: REMEMBERED_FOR_MS,
   });
 
@@ -43,4 +53,11 @@ export class FinishedJobs {
 
 function outlivesEntry(completedAt: Date, now: number): boolean {
   return completedAt.getTime() + LIMITS.resultRetentionMs - REMEMBERED_FOR_MS > now;
+}
+
+/** Two bytes a character for the texts a job holds (the most V8 takes), plus its other fields. */
+function approximateBytesOf(job: JobDocument): number {
+  const inputText = job.input.kind === 'text' ? job.input.text.length : 0;
+  const outputText = job.result?.outputText?.length ?? 0;
+  return JOB_FIELDS_BYTES + 2 * (inputText + outputText);
 }
