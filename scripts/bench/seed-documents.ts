@@ -276,9 +276,9 @@ function finished(job: JobDocument, inline: boolean, now: Date): JobDocument {
     attempts: 1,
     updatedAt: completedAt,
     completedAt,
-    // A queued job's work reached JOBS; an inline one never entered the queue.
-    workPublished: !inline,
-    eventPublished: true,
+    // A queued job's event flag is confirmed; an inline job's event has no flag (its
+    // admission, closed, answered for it).
+    ...(!inline && { eventPublished: true }),
     refundPending: false,
   };
   if (Math.random() < FAILED_SHARE) {

@@ -46,7 +46,8 @@ interface JobDocument {
   attempts: number;
   lastError: string | null;
   error: string | null;
-  eventPublished: boolean;
+  /** False while a queued job's event is unconfirmed; absent on inline jobs. */
+  eventPublished?: boolean;
   refundPending: boolean;
 }
 
@@ -119,11 +120,19 @@ async function waitForTerminal(id: string, timeoutMs: number): Promise<Job> {
   throw new Error(`job ${id} did not finish within ${timeoutMs} ms\n${stack.logs()}`);
 }
 
-/** Side effects of a terminal state are flagged on the document once confirmed. */
+/**
+ * Side effects of a terminal state are confirmed: flagged on a queued job's document, and the
+ * creation's admission closed (it answers for an inline job's event until then).
+ */
 async function settled(id: string): Promise<JobDocument> {
   return until(`settlement of ${id}`, 60_000, async () => {
     const document = await jobDocument(id);
-    return document?.eventPublished === true && document.refundPending === false && document;
+    if (document === null || document.eventPublished === false || document.refundPending) {
+      return false;
+    }
+    return (
+      (await db.collection('admissions').countDocuments({ _id: id as never })) === 0 && document
+    );
   });
 }
 

@@ -5,7 +5,6 @@ import { IdempotencyRepository } from './adapters/idempotency-repository';
 import { JobRepository } from './adapters/job-repository';
 import { JobMessaging } from './adapters/messaging';
 import { serveJobEndpoints } from './api/endpoints';
-import { AbandonedCreations } from './application/abandoned-creations';
 import { FinishedJobs } from './application/finished-jobs';
 import { JobAdmission } from './application/job-admission';
 import { JobAttempts } from './application/job-attempts';
@@ -14,6 +13,7 @@ import { JobReads } from './application/job-reads';
 import type { JobSettings } from './application/job-settings';
 import { Settlement } from './application/settlement';
 import { Sweeper, type SweepReport } from './application/sweeper';
+import { UnfinishedCreations } from './application/unfinished-creations';
 
 export interface JobServiceDependencies {
   db: Db;
@@ -53,8 +53,17 @@ export function jobServiceCore(dependencies: JobServiceDependencies) {
   const messaging = new JobMessaging(nats, topology, logger, rpc);
   const finished = new FinishedJobs();
   const settlement = new Settlement(jobs, messaging, rpc, logger, finished, dependencies.metrics);
-  const abandoned = new AbandonedCreations({ jobs, admissions, claims, rpc, clock, logger });
-  return { clock, jobs, claims, admissions, messaging, settlement, abandoned, finished };
+  const unfinished = new UnfinishedCreations({
+    jobs,
+    admissions,
+    claims,
+    messaging,
+    settlement,
+    rpc,
+    clock,
+    logger,
+  });
+  return { clock, jobs, claims, admissions, messaging, settlement, unfinished, finished };
 }
 
 /** Serves `jobEndpoints` on NATS and runs the sweepers. Indexes: JOB_INDEXES (main.ts). */
@@ -63,7 +72,7 @@ export async function startJobService(
 ): Promise<RunningJobService> {
   const { db, rpc, store, logger, settings } = dependencies;
   const core = jobServiceCore(dependencies);
-  const { clock, jobs, claims, admissions, messaging, settlement, abandoned, finished } = core;
+  const { clock, jobs, claims, admissions, messaging, settlement, unfinished, finished } = core;
   const reads = new JobReads(
     new JobRepository(dependencies.readDb ?? db),
     store,
@@ -85,7 +94,7 @@ export async function startJobService(
   });
   const creation = new JobCreation(
     admission,
-    abandoned,
+    unfinished,
     jobs,
     admissions,
     claims,

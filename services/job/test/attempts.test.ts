@@ -209,8 +209,8 @@ describe('worker transitions', () => {
   it('completes the running attempt in one command, and decides on a read when it is not that case', async () => {
     const jobId = await queuedAudioJob();
     await begin(jobId, 1);
-    // The creation's own confirmation first, so that only the completion's commands are counted.
-    await expect.poll(async () => (await stored(jobId))?.workPublished, CONFIRMED).toBe(true);
+    // The creation's own close first, so that only the completion's commands are counted.
+    await expect.poll(() => harness.admissionOpen(jobId), CONFIRMED).toBe(false);
     const recording = recordQueries(harness.mongo);
     // Other tests' confirmations may be written meanwhile: only this job's commands count.
     const onThisJob = () =>
@@ -343,10 +343,10 @@ describe('metrics of settled jobs', () => {
 });
 
 describe('sweepers', () => {
-  it('republishes a created job whose publish was never confirmed', async () => {
+  it('republishes a created job stored before admissions answered for the publish, whose publish was never confirmed', async () => {
     const jobId = await queuedAudioJob();
-    // The creation's own confirmation first, then its loss is simulated.
-    await expect.poll(async () => (await stored(jobId))?.workPublished, CONFIRMED).toBe(true);
+    await expect.poll(() => harness.admissionOpen(jobId), CONFIRMED).toBe(false);
+    // Such a job carries the flag its creation would have confirmed.
     await harness.db
       .collection(JOBS_COLLECTION)
       .updateOne(

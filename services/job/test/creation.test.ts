@@ -2,6 +2,7 @@ import type { Subscription } from '@nats-io/nats-core';
 import { billingEndpoints, creditCost, jobEndpoints, KB, MB, newId } from '@tamp/proto';
 import { ulid } from 'ulid';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { recordQueries } from '../../../test/support/query-plans';
 import { IdempotencyRepository } from '../src/adapters/idempotency-repository';
 import {
   ADMISSIONS_COLLECTION,
@@ -18,16 +19,8 @@ import {
   textRequest,
 } from './harness';
 
-/**
- * A queued job as its creation leaves it: no attempt yet, its work published (the publish's
- * confirmation is written behind the answer, so it is polled for).
- */
-const QUEUED_AND_PUBLISHED = {
-  status: 'created',
-  inline: false,
-  attempts: 0,
-  workPublished: true,
-} as const;
+/** A queued job as its creation leaves it: no attempt yet. */
+const QUEUED = { status: 'created', inline: false, attempts: 0 } as const;
 
 const harness = new JobHarness();
 let inlineWorker: Subscription | undefined;
@@ -77,12 +70,12 @@ describe('queued creation', () => {
       },
       operations: [{ type: 'encode', params: { format: 'opus', bitrate: 24, channels: 1 } }],
     });
-    await expect
-      .poll(() => harness.storedJob(request.jobId), CONFIRMED)
-      .toMatchObject({
-        ...QUEUED_AND_PUBLISHED,
-        filename: 'talk.mp3',
-      });
+    // The work published, the creation closes its admission (written behind the answer).
+    await expect.poll(() => harness.admissionOpen(request.jobId), CONFIRMED).toBe(false);
+    expect(await harness.storedJob(request.jobId)).toMatchObject({
+      ...QUEUED,
+      filename: 'talk.mp3',
+    });
   });
 
   it('propagates upload errors unchanged and creates nothing', async () => {
@@ -482,6 +475,7 @@ describe('inline path', () => {
     });
     const accountId = newAccount();
     const request = textRequest(accountId, 'a    b    ');
+    const recording = recordQueries(harness.mongo);
 
     const answer = await harness.createJob(request);
 
@@ -521,6 +515,17 @@ describe('inline path', () => {
       usage: { characters: 10 },
     });
     expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
+    // Stored once, in its terminal state, and never written again: the admission answered for
+    // the event until it was closed behind the answer, so no outbox flag follows.
+    await expect.poll(() => harness.admissionOpen(request.jobId), CONFIRMED).toBe(false);
+    recording.stop();
+    const jobWrites = recording.queries.filter(
+      (query) =>
+        query.collection === JOBS_COLLECTION &&
+        JSON.stringify(query.filter).includes(request.jobId),
+    );
+    expect(jobWrites).toEqual([]);
+    expect(await harness.storedJob(request.jobId)).not.toHaveProperty('eventPublished');
   });
 
   it('falls back to the queue (202) when no inline worker answers', async () => {
@@ -571,7 +576,8 @@ describe('inline path', () => {
       });
       await expect
         .poll(() => harness.storedJob(request.jobId), CONFIRMED)
-        .toMatchObject({ refundPending: false, eventPublished: true });
+        .toMatchObject({ refundPending: false });
+      await expect.poll(() => harness.admissionOpen(request.jobId), CONFIRMED).toBe(false);
     },
   );
 
@@ -593,9 +599,12 @@ describe('inline path', () => {
     expect(harness.reserveCalls.filter((call) => call.jobId === request.jobId)).toHaveLength(1);
     expect(await harness.eventsFor(request.jobId)).toHaveLength(0);
     // The inline attempt is not one of the queued attempts: all of them are still ahead.
-    await expect
-      .poll(() => harness.storedJob(request.jobId), CONFIRMED)
-      .toMatchObject({ ...QUEUED_AND_PUBLISHED, error: null, refundPending: false });
+    await expect.poll(() => harness.admissionOpen(request.jobId), CONFIRMED).toBe(false);
+    expect(await harness.storedJob(request.jobId)).toMatchObject({
+      ...QUEUED,
+      error: null,
+      refundPending: false,
+    });
   });
 
   it('queues text over the fast-path size, text with a webhook, AVIF and large images', async () => {
@@ -656,5 +665,90 @@ describe('inline path', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="result.webp"');
     expect(Buffer.from(await response.arrayBuffer())).toEqual(output);
+  });
+});
+
+/**
+ * What a creation's process leaves when it dies after storing its job and before confirming
+ * what follows: the job stored, the admission open past its deadline. The reconciler finishes
+ * it once, whatever ran before it.
+ */
+describe('unfinished creations', () => {
+  const admissions = () => harness.db.collection(ADMISSIONS_COLLECTION);
+  const jobs = () => harness.db.collection(JOBS_COLLECTION);
+
+  /** An admission its creation left open, its deadline just past. */
+  const leaveAdmission = (jobId: string, accountId: string) =>
+    admissions().insertOne({
+      _id: jobId as never,
+      accountId,
+      claimId: null,
+      createdAt: new Date(),
+      deadline: new Date(Date.now() - 1_000),
+    });
+
+  /** A copy of a job a creation stored, under a new id that nothing was published for. */
+  async function leftByDeadCreation(storedId: string): Promise<string> {
+    const stored = await harness.storedJob(storedId);
+    if (stored === null) throw new Error(`no job ${storedId}`);
+    const jobId = newId('job');
+    await jobs().insertOne({ ...stored, _id: jobId as never });
+    await leaveAdmission(jobId, stored.accountId);
+    return jobId;
+  }
+
+  it('publishes the work of a queued job whose creation died before publishing it, once', async () => {
+    const accountId = newAccount();
+    const uploadId = harness.addUpload(accountId, 'talk.mp3', 1000, 'audio/mpeg');
+    const model = await harness.createJob(audioRequest(accountId, uploadId));
+    const jobId = await leftByDeadCreation(model.job.id);
+    expect(await harness.workFor(jobId)).toHaveLength(0);
+
+    const first = await harness.service.sweep();
+    expect(first.admissionsClosed).toBeGreaterThanOrEqual(1);
+    expect(await harness.admissionOpen(jobId)).toBe(false);
+    // Left again (the close lost to a second crash): JOBS deduplicates the repeat.
+    await leaveAdmission(jobId, accountId);
+    await harness.service.sweep();
+    const work = await harness.workFor(jobId);
+    expect(work).toHaveLength(1);
+    expect(work[0]?.msgId).toBe(jobId);
+    expect(await harness.admissionOpen(jobId)).toBe(false);
+    // Finished, not abandoned: the job is still there and nothing was released.
+    expect(await harness.storedJob(jobId)).toMatchObject(QUEUED);
+    expect(harness.refundCalls.filter((call) => call.jobId === jobId)).toHaveLength(0);
+  });
+
+  it('publishes the event of an inline job whose creation died before publishing it, and refunds a failed one, once', async () => {
+    inlineWorker = harness.serveInline('text', async () => ({
+      status: 'failed',
+      error: 'cannot trim that',
+      retryable: false,
+    }));
+    const model = await harness.createJob(textRequest(newAccount(), 'broken'));
+    expect(model.job.status).toBe('failed');
+    const jobId = await leftByDeadCreation(model.job.id);
+    await jobs().updateOne({ _id: jobId as never }, { $set: { refundPending: true } });
+
+    await harness.service.sweep();
+    await harness.service.sweep();
+
+    const events = await harness.eventsFor(jobId);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.body).toMatchObject({ event: 'job.failed', inline: true });
+    expect(harness.refundCalls.filter((call) => call.jobId === jobId)).toHaveLength(1);
+    expect(await harness.admissionOpen(jobId)).toBe(false);
+    await expect
+      .poll(() => harness.storedJob(jobId), CONFIRMED)
+      .toMatchObject({ status: 'failed', refundPending: false });
+  });
+
+  it('leaves a creation without a job alone until it may be abandoned', async () => {
+    const accountId = newAccount();
+    const jobId = newId('job');
+    await leaveAdmission(jobId, accountId);
+    await harness.service.sweep();
+    expect(await harness.admissionOpen(jobId)).toBe(true);
+    expect(await jobs().countDocuments({ _id: jobId as never })).toBe(0);
   });
 });

@@ -33,7 +33,11 @@ import {
 } from '@tamp/proto';
 import type { z } from 'zod';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
-import { JOB_INDEXES, JOBS_COLLECTION } from '../src/adapters/job-repository';
+import {
+  ADMISSIONS_COLLECTION,
+  JOB_INDEXES,
+  JOBS_COLLECTION,
+} from '../src/adapters/job-repository';
 import type { JobSettings } from '../src/application/job-settings';
 import { Sweeper, type SweeperCollaborators } from '../src/application/sweeper';
 import { configSchema, jobSettingsFrom } from '../src/config';
@@ -294,6 +298,12 @@ export class JobHarness {
   /** The job as stored, read on the service's own database. */
   storedJob(jobId: string): Promise<JobDocument | null> {
     return this.db.collection<JobDocument>(JOBS_COLLECTION).findOne({ _id: jobId });
+  }
+
+  /** Whether the creation of `jobId` still has its admission open (not finished, or not yet closed). */
+  async admissionOpen(jobId: string): Promise<boolean> {
+    const admissions = this.db.collection<{ _id: string }>(ADMISSIONS_COLLECTION);
+    return (await admissions.countDocuments({ _id: jobId })) === 1;
   }
 
   async workFor(jobId: string) {

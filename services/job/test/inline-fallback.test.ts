@@ -181,8 +181,9 @@ describe('an inline failure', () => {
         inline: true,
         attempts: 1,
         refundPending: false,
-        eventPublished: true,
       });
+    // Its event published, the creation is closed.
+    await expect.poll(() => harness.admissionOpen(request.jobId), CONFIRMED).toBe(false);
     expect(await harness.workFor(request.jobId)).toHaveLength(0);
     expect(refundsOf(request.jobId)).toHaveLength(1);
     // Nothing more may happen to the job. A (wrongly) queued copy would be picked up by the

@@ -67,7 +67,6 @@ async function seedJobs(): Promise<void> {
       resultExpiryHour: new Date(completedAt.getTime() + 7 * DAY).toISOString().slice(0, 13),
       error: null,
       usage: { inputBytes: 6 },
-      workPublished: true,
       eventPublished: true,
       refundPending: false,
     };

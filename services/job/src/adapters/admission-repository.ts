@@ -3,10 +3,13 @@ import type { Db } from 'mongodb';
 import { ADMISSIONS_COLLECTION } from './job-repository';
 
 /**
- * A job creation between its first side effect and the job's own document: written before
- * credits are reserved, removed once the job is stored (or its reservation released). One that
- * outlives its creation's deadline names a reservation that may have no job; the reconciler
- * releases it. So no reservation is ever without a job or one of these.
+ * A job creation from its first side effect until it is complete: written before credits are
+ * reserved, removed once the job is stored and what follows its store is confirmed (a queued
+ * job's work published, an inline job's event), or once its reservation is released. One that
+ * outlives its creation's deadline names a reservation that may have no job, or a stored job
+ * whose side effects may be missing; the reconciler finishes or releases it
+ * (application/unfinished-creations.ts). So no reservation is ever without a job or one of
+ * these, and no stored job is without its work or event or one of these.
  */
 export interface AdmissionDocument {
   /** The job id the credits are reserved under. */
@@ -41,9 +44,10 @@ export class AdmissionRepository extends KeyedRepository<AdmissionDocument> {
   }
 
   /**
-   * The close of a creation whose job is stored, write-behind like the job's outbox flags
+   * The close of a creation that is complete, write-behind like the job's outbox flags
    * (JobRepository.markDone): gathered for a moment and deleted together. One left open by a
-   * crash is closed by the reconciler, which finds its job stored. Settles once written.
+   * crash is finished again by the reconciler, which finds its job stored: a repeat its
+   * receivers deduplicate. Settles once written.
    */
   closeStored(jobId: string): Promise<void> {
     return this.closes.add(jobId);
@@ -54,7 +58,7 @@ export class AdmissionRepository extends KeyedRepository<AdmissionDocument> {
     return this.closes.flush();
   }
 
-  /** Admissions whose creation has certainly given up: past their deadline by `before`. */
+  /** Admissions whose deadline is before `before`: their creation stored its job or never will. */
   async overdue(before: Date, limit: number): Promise<AdmissionDocument[]> {
     return this.collection
       .find({ deadline: { $lt: before } })

@@ -228,7 +228,10 @@ export class JobRepository extends KeyedRepository<JobDocument> {
       .toArray();
   }
 
-  /** `created` jobs whose work message may not have reached JOBS. */
+  /**
+   * `created` jobs whose work message may not have reached JOBS, of those stored before their
+   * admission answered for the publish (domain/job.ts `workPublished`).
+   */
   async unpublished(createdBefore: Date, limit: number): Promise<JobDocument[]> {
     return this.collection
       .find({ status: 'created', workPublished: false, createdAt: { $lt: createdBefore } })

@@ -37,7 +37,6 @@ function completedTextJob(id: number, outputText: string): JobDocument {
     },
     error: null,
     usage: null,
-    workPublished: true,
     eventPublished: true,
     refundPending: false,
   };

@@ -249,51 +249,56 @@ export class JobAdmission {
     const stored = await this.store(finished, deadline);
     if (stored !== finished)
       return { httpStatus: 200, job: await this.collaborators.reads.represent(stored) };
-    await this.collaborators.settlement.settle(finished);
+    if (await this.collaborators.settlement.settleInline(finished)) this.closeAdmission(job._id);
     return { httpStatus: 200, job: await this.collaborators.reads.represent(finished) };
   }
 
   /**
    * Stores the job as `created`, then publishes it with msgID = jobId. A publish that fails is
-   * not an error for the client: the job is stored, and the reconciler republishes `created`
-   * jobs whose publish was never confirmed (JOBS deduplicates a repeat).
+   * not an error for the client: the job is stored, and its admission stays open until the
+   * reconciler has published it (JOBS deduplicates a repeat).
    */
   private async enqueue(job: JobDocument, deadline: number): Promise<CreateJobAnswer> {
-    const { jobs, messaging, logger } = this.collaborators;
+    const { messaging, logger } = this.collaborators;
     const stored = await this.store(job, deadline);
-    // Another taker of an orphaned claim created it first.
+    // Another taker of an orphaned claim created it first, and closes the admission.
     if (stored !== job)
       return { httpStatus: 202, job: await this.collaborators.reads.represent(stored) };
     try {
       await messaging.publishWork(jobWorkOf(job));
+      this.closeAdmission(job._id);
     } catch (error) {
       logger.warn({ err: error, jobId: job._id }, 'work not published; the reconciler retries');
-      return { httpStatus: 202, job: publicJobOf(job) };
     }
-    jobs.markDone(job._id, 'workPublished').catch((error: unknown) => {
-      logger.warn(
-        { err: error, jobId: job._id },
-        'publish not confirmed; the reconciler redoes it',
-      );
-    });
     return { httpStatus: 202, job: publicJobOf(job) };
   }
 
   /**
    * Stores the job, once and only before the deadline (the reconciler releases admissions
-   * only well after theirs), then closes its admission. Returns the stored job: `job` itself,
-   * or the one a concurrent taker stored first.
+   * only well after theirs). Returns the stored job: `job` itself, or the one a concurrent
+   * taker stored first. The admission stays open: it answers for what follows the store.
    */
   private async store(job: JobDocument, deadline: number): Promise<JobDocument> {
-    const { jobs, admissions, logger } = this.collaborators;
+    const { jobs } = this.collaborators;
     if (Date.now() >= deadline) throw unavailable('The request ran out of time');
     const stored = (await jobs.insert(job)) ? job : await jobs.find(job._id);
     // Taken by an abandoned creation: this one ran past the point where it was given up.
     if (stored === null) throw unavailable('The request ran out of time');
-    admissions.closeStored(job._id).catch((error: unknown) => {
-      logger.warn({ err: error, jobId: job._id }, 'admission left open; the reconciler closes it');
-    });
     return stored;
+  }
+
+  /**
+   * The creation is complete: its job stored and its side effects confirmed (the work
+   * published, or an inline job's event), so nothing is left for its admission to answer for
+   * (UnfinishedCreations). Written behind the answer.
+   */
+  private closeAdmission(jobId: string): void {
+    this.collaborators.admissions.closeStored(jobId).catch((error: unknown) => {
+      this.collaborators.logger.warn(
+        { err: error, jobId },
+        'admission left open; the reconciler closes it',
+      );
+    });
   }
 
   /**

@@ -10,10 +10,10 @@ import { claimIdOf, type IdempotencyRepository } from '../adapters/idempotency-r
 import type { JobRepository } from '../adapters/job-repository';
 import { routeOf } from '../domain/creation-route';
 import { isAbandonedCreation } from '../domain/job';
-import type { AbandonedCreations } from './abandoned-creations';
 import type { CreateJobAnswer, JobAdmission } from './job-admission';
 import type { JobReads } from './job-reads';
 import type { JobSettings } from './job-settings';
+import type { UnfinishedCreations } from './unfinished-creations';
 
 /** A creation under an Idempotency-Key: its claim, and the upload when consumed already. */
 interface KeyedCreation {
@@ -50,7 +50,7 @@ export class JobCreation {
 
   constructor(
     private readonly admission: JobAdmission,
-    private readonly abandoned: AbandonedCreations,
+    private readonly unfinished: UnfinishedCreations,
     private readonly jobs: JobRepository,
     private readonly admissions: AdmissionRepository,
     private readonly claims: IdempotencyRepository,
@@ -159,7 +159,7 @@ export class JobCreation {
           continue;
         }
         // Its id is taken, so the creation is over: only its release is left.
-        if (await this.abandoned.trySettle(admission)) continue;
+        if (await this.unfinished.trySettle(admission)) continue;
         if (Date.now() >= waitUntil) throw inUse();
         await sleep(CLAIM_POLL_MS);
         continue;
@@ -183,7 +183,8 @@ export class JobCreation {
         if (admission === null) {
           return this.runClaimed({ ...keyed, request: { ...request, jobId: claim.jobId } });
         }
-        if (this.isPastDeadline(admission) && (await this.abandoned.trySettle(admission))) continue;
+        if (this.isPastDeadline(admission) && (await this.unfinished.trySettle(admission)))
+          continue;
       }
       if (Date.now() >= waitUntil) throw inUse();
       await sleep(CLAIM_POLL_MS);

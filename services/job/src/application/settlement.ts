@@ -9,9 +9,11 @@ import type { FinishedJobs } from './finished-jobs';
 /**
  * Side effects of a terminal state, each at least once and made exactly-once by its receiver:
  * the refund of a failed job (billing's ledger entry `refund:<jobId>` makes a repeat a no-op),
- * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. The job
- * document's outbox flags record what is confirmed; the reconciler redoes the rest after a
- * crash or an outage.
+ * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. A queued
+ * job's document records in its outbox flags what is confirmed, and the reconciler redoes the
+ * rest after a crash or an outage. An inline job's event is answered for by its creation's
+ * admission instead (`settleInline`): stored straight in its terminal state, its document would
+ * otherwise need a second write only to say the event went out.
  *
  * The job it is given is the one just stored, so it is remembered as a finished job read
  * (FinishedJobs) before the notification goes out: the long-poll that wakes on it, and the
@@ -31,34 +33,55 @@ export class Settlement {
     private readonly metrics?: JobOutcomeMetrics,
   ) {}
 
+  /** The side effects its outbox flags say are unconfirmed. */
   async settle(job: JobDocument): Promise<void> {
     if (!isTerminal(job.status)) return;
     if (job.status === 'failed' && job.refundPending) await this.refund(job);
-    if (!job.eventPublished) await this.publishEvent(job);
+    if (job.eventPublished === false && (await this.publishEvent(job))) {
+      this.confirm(job._id, 'eventPublished');
+    }
+    this.remember(job);
+  }
+
+  /**
+   * An inline job just stored, or one whose creation's admission outlived it: its refund (the
+   * flag) and its event (no flag: the admission answers for it). True when both are confirmed,
+   * so the caller may close the admission.
+   */
+  async settleInline(job: JobDocument): Promise<boolean> {
+    const refunded = job.status !== 'failed' || !job.refundPending || (await this.refund(job));
+    const published = await this.publishEvent(job);
+    this.remember(job);
+    return refunded && published;
+  }
+
+  private remember(job: JobDocument): void {
     this.finished.remember(job, Date.now());
     this.messaging.notify({ jobId: job._id, status: job.status });
   }
 
-  private async refund(job: JobDocument): Promise<void> {
+  private async refund(job: JobDocument): Promise<boolean> {
     try {
       await this.rpc.call(billingEndpoints.refundCredits, {
         accountId: job.accountId,
         jobId: job._id,
       });
       this.confirm(job._id, 'refundPending');
+      return true;
     } catch (error) {
       this.logger.warn(
         { err: error, jobId: job._id },
         'refund not confirmed; the reconciler retries',
       );
+      return false;
     }
   }
 
-  private async publishEvent(job: JobDocument): Promise<void> {
+  /** True once EVENTS has the job's event. */
+  private async publishEvent(job: JobDocument): Promise<boolean> {
     try {
       await this.messaging.publishEvent(jobEventOf(job));
-      this.confirm(job._id, 'eventPublished');
-      // Counted with the event, which is published once per job (its outbox flag).
+      // Counted with the event, which is published once per job (but for a crash's redo).
       this.metrics?.record({
         pipeline: job.pipeline,
         preset: presetLabel(job.preset),
@@ -67,11 +90,13 @@ export class Settlement {
         createdAt: job.createdAt,
         finishedAt: job.completedAt ?? job.updatedAt,
       });
+      return true;
     } catch (error) {
       this.logger.warn(
         { err: error, jobId: job._id },
         'job event not published; the reconciler retries',
       );
+      return false;
     }
   }
 

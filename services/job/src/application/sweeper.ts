@@ -6,17 +6,17 @@ import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
 import { ExpiryWalk } from '../domain/expiry-hours';
-import type { AbandonedCreations } from './abandoned-creations';
 import type { FinishedJobs } from './finished-jobs';
 import type { JobSettings } from './job-settings';
 import type { Settlement } from './settlement';
+import type { UnfinishedCreations } from './unfinished-creations';
 
 export interface SweepReport {
   expiredResults: number;
   expiredKeys: number;
   republished: number;
   settled: number;
-  /** Abandoned creations whose reservation was released (or whose job turned out stored). */
+  /** Creations settled past their deadline: finished (their job stored) or abandoned. */
   admissionsClosed: number;
 }
 
@@ -39,7 +39,7 @@ export interface SweeperCollaborators {
   jobs: JobRepository;
   claims: IdempotencyRepository;
   admissions: AdmissionRepository;
-  abandoned: AbandonedCreations;
+  unfinished: UnfinishedCreations;
   messaging: JobMessaging;
   settlement: Settlement;
   store: ObjectStore;
@@ -56,8 +56,11 @@ export interface SweeperCollaborators {
  *   `result.expired` (metrics stay);
  * - idempotency keys older than 24 hours are deleted;
  *   (both walk hour buckets, so a pass reads what expires now, not every stored job);
- * - `created` jobs whose publish was never confirmed are republished (JOBS dedups on the id);
- * - terminal jobs with an unconfirmed refund or event are settled again.
+ * - creations whose admission outlived their deadline are finished (a stored job's work or
+ *   inline event published again) or abandoned (a reservation without a job released);
+ * - queued jobs' unconfirmed refunds and events are settled again, and `created` jobs stored
+ *   before admissions answered for the publish, whose publish was never confirmed, republished
+ *   (receivers deduplicate each).
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
@@ -109,7 +112,7 @@ export class Sweeper {
    */
   private async sweepOnce(now: Date): Promise<SweepReport> {
     const staleBefore = new Date(now.getTime() - this.collaborators.settings.reconcileAfterMs);
-    const abandonedBefore = new Date(now.getTime() - this.collaborators.settings.abandonAfterMs);
+    const abandonBefore = new Date(now.getTime() - this.collaborators.settings.abandonAfterMs);
     const keysCreatedBefore = new Date(now.getTime() - LIMITS.idempotencyKeyTtlMs);
     return {
       expiredResults: await this.step('expiredResults', () =>
@@ -126,7 +129,7 @@ export class Sweeper {
       republished: await this.step('republished', () => this.republish(staleBefore)),
       settled: await this.step('settled', () => this.settle(staleBefore)),
       admissionsClosed: await this.step('admissionsClosed', () =>
-        this.closeAbandonedAdmissions(abandonedBefore),
+        this.settleOverdueAdmissions(now, abandonBefore),
       ),
     };
   }
@@ -141,12 +144,16 @@ export class Sweeper {
     }
   }
 
-  /** Creations long past their deadline that never settled (AbandonedCreations). */
-  private async closeAbandonedAdmissions(deadlineBefore: Date): Promise<number> {
-    const { admissions, abandoned } = this.collaborators;
+  /** Creations past their deadline whose admission is still open (UnfinishedCreations). */
+  private async settleOverdueAdmissions(now: Date, abandonBefore: Date): Promise<number> {
+    const { admissions, unfinished, logger } = this.collaborators;
     let closed = 0;
-    for (const admission of await admissions.overdue(deadlineBefore, BATCH)) {
-      if (await abandoned.trySettle(admission)) closed++;
+    for (const admission of await admissions.overdue(now, BATCH)) {
+      try {
+        if ((await unfinished.settleOverdue(admission, abandonBefore)) !== 'undecided') closed++;
+      } catch (error) {
+        logger.warn({ err: error, jobId: admission._id }, 'creation not settled yet');
+      }
     }
     return closed;
   }

@@ -200,7 +200,6 @@ describe('public representation', () => {
     },
     error: null,
     usage: { inputBytes: 10 },
-    workPublished: true,
     eventPublished: true,
     refundPending: false,
   };

@@ -64,10 +64,19 @@ export interface JobDocument {
   resultExpiryHour?: string;
   error: string | null;
   usage: UsageDimensions | null;
-  /** Outbox: the work message reached JOBS (queued jobs). */
-  workPublished: boolean;
-  /** Outbox: the terminal event reached EVENTS. Meaningless until the job is terminal. */
-  eventPublished: boolean;
+  /**
+   * Outbox of jobs stored before their creation's admission answered for the publish: false
+   * while JOBS' receipt of the work is unconfirmed. Absent on newer jobs: a creation closes its
+   * admission only once the work is published, and the reconciler publishes the work of a
+   * stored job whose admission outlived its deadline (application/unfinished-creations.ts).
+   */
+  workPublished?: boolean;
+  /**
+   * Outbox: false while the terminal event of a queued job is unconfirmed (set with the
+   * terminal state, true once EVENTS has it). Absent until then, and on inline jobs, whose
+   * creation's admission answers for the event as it does for a queued job's work.
+   */
+  eventPublished?: boolean;
   /** Outbox: a failed job whose refund has not been confirmed by billing yet. */
   refundPending: boolean;
 }

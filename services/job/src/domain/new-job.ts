@@ -27,8 +27,6 @@ export function newJob(
     result: null,
     error: null,
     usage: null,
-    workPublished: false,
-    eventPublished: false,
     refundPending: false,
   };
 }
