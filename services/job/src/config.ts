@@ -20,7 +20,7 @@ export const configSchema = z.object({
   JOB_INLINE_TIMEOUT_MS: milliseconds.default(LIMITS.inlineReplyTimeoutMs),
   /** How often retention, key expiry and the outbox reconciler run; 0 turns them off. */
   JOB_SWEEP_INTERVAL_MS: milliseconds.default(30_000),
-  /** Age after which unconfirmed publishes, refunds and events are redone. */
+  /** Age after which a queued job's unconfirmed refund or event is redone (a creation's own are redone once past its deadline). */
   JOB_RECONCILE_AFTER_MS: milliseconds.default(30_000),
   /** Time past its deadline after which an unfinished creation's reservation is released. */
   JOB_ABANDON_AFTER_MS: milliseconds.default(60_000),
