@@ -1,4 +1,5 @@
 import type { Subscription } from '@nats-io/nats-core';
+import { WRITE_BEHIND_LINGER_MS } from '@tamp/kit';
 import { billingEndpoints, creditCost, jobEndpoints, KB, MB, newId } from '@tamp/proto';
 import { ulid } from 'ulid';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -741,6 +742,35 @@ describe('unfinished creations', () => {
     await expect
       .poll(() => harness.storedJob(jobId), CONFIRMED)
       .toMatchObject({ status: 'failed', refundPending: false });
+  });
+
+  it('keeps the admission of a queued job whose work could not be published, until the reconciler has published it', async () => {
+    const stream = harness.topology.streams.jobs;
+    const accountId = newAccount();
+    const request = audioRequest(
+      accountId,
+      harness.addUpload(accountId, 'a.mp3', 1000, 'audio/mpeg'),
+    );
+    // JOBS takes no message while its subjects are elsewhere: the creation's publish fails.
+    await harness.jsm.streams.update(stream.name, {
+      subjects: [`paused-${stream.name}.*`],
+    });
+    let answer: Awaited<ReturnType<typeof harness.createJob>>;
+    try {
+      answer = await harness.createJob(request);
+    } finally {
+      await harness.jsm.streams.update(stream.name, { subjects: stream.subjects });
+    }
+    expect(answer).toEqual({ httpStatus: 202, job: { id: request.jobId, status: 'created' } });
+    // Long enough for a close written behind the answer to have landed, had there been one.
+    await new Promise((resolve) => setTimeout(resolve, 2 * WRITE_BEHIND_LINGER_MS));
+    expect(await harness.admissionOpen(request.jobId)).toBe(true);
+    expect(await harness.workFor(request.jobId)).toHaveLength(0);
+
+    await harness.service.sweep(new Date(Date.now() + 60_000));
+
+    expect(await harness.workFor(request.jobId)).toHaveLength(1);
+    expect(await harness.admissionOpen(request.jobId)).toBe(false);
   });
 
   it('leaves a creation without a job alone until it may be abandoned', async () => {
