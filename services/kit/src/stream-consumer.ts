@@ -61,10 +61,12 @@ export type StreamConsumerOptions<Schema extends z.ZodType> = CommonOptions<Sche
 
 /**
  * Reads a JetStream durable consumer with one rule for every service: a body that does not parse
- * is terminated (redelivering it can never help); `ack` is acknowledged, confirmed by the
- * server; `retry`, or a handler that throws, is naked with `retryDelayMs`, so JetStream itself
- * redelivers it later. Each message (or batch: parented on its first message) is handled in a
- * CONSUMER span, child of its producer's.
+ * is terminated (redelivering it can never help); `ack` is acknowledged; `retry`, or a handler
+ * that throws, is naked with `retryDelayMs`, so JetStream itself redelivers it later. The ack is
+ * a plain one, not one the server confirms: a lost ack only brings its message back after
+ * `ack_wait`, which the handlers must bear anyway (they are idempotent), so a confirmation would
+ * cost a reply per message and buy nothing. Each message (or batch: parented on its first
+ * message) is handled in a CONSUMER span, child of its producer's.
  */
 export async function consumeStream<Schema extends z.ZodType>(
   options: StreamConsumerOptions<Schema>,
@@ -117,10 +119,7 @@ export async function consumeStream<Schema extends z.ZodType>(
     await Promise.all(
       parsed.map(({ message }, index) =>
         verdicts[index] === 'ack'
-          ? message.ackAck().then(
-              () => undefined,
-              () => message.ack(),
-            )
+          ? message.ack()
           : message.nak(jitteredDelayMs(options.retryDelayMs, Math.random)),
       ),
     );
