@@ -36,7 +36,7 @@ export class Settlement {
   /** The side effects its outbox flags say are unconfirmed. */
   async settle(job: JobDocument): Promise<void> {
     if (!isTerminal(job.status)) return;
-    if (job.status === 'failed' && job.refundPending) await this.refund(job);
+    await this.refundIfPending(job);
     if (job.eventPublished === false && (await this.publishEvent(job))) {
       this.confirm(job._id, 'eventPublished');
     }
@@ -49,7 +49,7 @@ export class Settlement {
    * so the caller may close the admission.
    */
   async settleInline(job: JobDocument): Promise<boolean> {
-    const refunded = job.status !== 'failed' || !job.refundPending || (await this.refund(job));
+    const refunded = await this.refundIfPending(job);
     const published = await this.publishEvent(job);
     this.remember(job);
     return refunded && published;
@@ -60,7 +60,9 @@ export class Settlement {
     this.messaging.notify({ jobId: job._id, status: job.status });
   }
 
-  private async refund(job: JobDocument): Promise<boolean> {
+  /** A failed job's refund unless confirmed already: true when nothing is left unconfirmed. */
+  private async refundIfPending(job: JobDocument): Promise<boolean> {
+    if (job.status !== 'failed' || !job.refundPending) return true;
     try {
       await this.rpc.call(billingEndpoints.refundCredits, {
         accountId: job.accountId,

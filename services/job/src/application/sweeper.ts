@@ -146,14 +146,10 @@ export class Sweeper {
 
   /** Creations past their deadline whose admission is still open (UnfinishedCreations). */
   private async settleOverdueAdmissions(now: Date, abandonBefore: Date): Promise<number> {
-    const { admissions, unfinished, logger } = this.collaborators;
+    const { admissions, unfinished } = this.collaborators;
     let closed = 0;
     for (const admission of await admissions.overdue(now, BATCH)) {
-      try {
-        if ((await unfinished.settleOverdue(admission, abandonBefore)) !== 'undecided') closed++;
-      } catch (error) {
-        logger.warn({ err: error, jobId: admission._id }, 'creation not settled yet');
-      }
+      if ((await unfinished.trySettleOverdue(admission, abandonBefore)) !== 'undecided') closed++;
     }
     return closed;
   }

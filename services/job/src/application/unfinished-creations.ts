@@ -5,7 +5,7 @@ import type { IdempotencyRepository } from '../adapters/idempotency-repository';
 import type { JobRepository } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobWorkOf } from '../domain/events';
-import { isTerminal, type JobDocument } from '../domain/job';
+import type { JobDocument } from '../domain/job';
 import type { Settlement } from './settlement';
 
 export interface UnfinishedCreationsCollaborators {
@@ -70,15 +70,26 @@ export class UnfinishedCreations {
 
   /** `settle`, with a failure logged and left to the next try: true when it settled. */
   async trySettle(admission: AdmissionDocument): Promise<boolean> {
+    return (await this.loggingFailure(admission, () => this.settle(admission))) !== 'undecided';
+  }
+
+  /** `settleOverdue`, with a failure logged and left to the next pass ('undecided'). */
+  trySettleOverdue(admission: AdmissionDocument, abandonBefore: Date): Promise<CreationOutcome> {
+    return this.loggingFailure(admission, () => this.settleOverdue(admission, abandonBefore));
+  }
+
+  private async loggingFailure(
+    admission: AdmissionDocument,
+    settle: () => Promise<CreationOutcome>,
+  ): Promise<CreationOutcome> {
     try {
-      await this.settle(admission);
-      return true;
+      return await settle();
     } catch (error) {
       this.collaborators.logger.warn(
         { err: error, jobId: admission._id },
-        'abandoned creation not released yet',
+        'unfinished creation not settled yet',
       );
-      return false;
+      return 'undecided';
     }
   }
 
@@ -87,7 +98,8 @@ export class UnfinishedCreations {
     const { admissions, messaging, settlement } = this.collaborators;
     if (job.status === 'created') {
       await messaging.publishWork(jobWorkOf(job));
-    } else if (job.inline && isTerminal(job.status)) {
+    } else if (job.inline) {
+      // Stored straight in its terminal state (JobAdmission.runInline).
       if (!(await settlement.settleInline(job))) {
         throw new Error(`The side effects of inline job ${job._id} are not confirmed yet`);
       }
