@@ -276,14 +276,19 @@ function finished(job: JobDocument, inline: boolean, now: Date): JobDocument {
     attempts: 1,
     updatedAt: completedAt,
     completedAt,
-    // A queued job's event flag is confirmed; an inline job's event has no flag (its
-    // admission, closed, answered for it).
-    ...(!inline && { eventPublished: true }),
     refundPending: false,
   };
   if (Math.random() < FAILED_SHARE) {
     const error = FAILURES[job.pipeline];
-    return { ...settled, status: 'failed', error, lastError: error };
+    // A failed queued job's event flag is confirmed. Inline jobs and completed ones have none:
+    // the creation's admission, or the worker's delivery, answered for their event.
+    return {
+      ...settled,
+      ...(!inline && { eventPublished: true }),
+      status: 'failed',
+      error,
+      lastError: error,
+    };
   }
   const output = workerOutput(job);
   const expiresAt = completedAt.getTime() + LIMITS.resultRetentionMs;

@@ -138,8 +138,8 @@ describe('an inline failure', () => {
     );
     await startQueuedWorker();
     await expect
-      .poll(async () => (await stored(request.jobId))?.eventPublished, { timeout: 20_000 })
-      .toBe(true);
+      .poll(async () => (await harness.eventsFor(request.jobId)).length, { timeout: 20_000 })
+      .toBe(1);
 
     expect(await stored(request.jobId)).toMatchObject({
       status: 'completed',

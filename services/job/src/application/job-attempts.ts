@@ -75,8 +75,11 @@ export class JobAttempts {
       const decision = decideBegin(job, attemptOf(job, attempt), LIMITS.attempts);
       switch (decision.kind) {
         case 'skip':
+          // A completed job delivered again: its event may be what a crash cut short.
+          if (job.status === 'completed') await this.settlement.settleReported(job);
+          return { action: 'skip' };
         case 'superseded':
-          return { action: decision.kind };
+          return { action: 'superseded' };
         case 'resume':
           return { action: 'run', work: jobWorkOf(job) };
         case 'fail':
@@ -151,7 +154,7 @@ export class JobAttempts {
       at,
     );
     if (completed !== null) {
-      await this.settlement.settle(completed);
+      await this.settlement.settleReported(completed);
       return { accepted: true };
     }
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
@@ -159,8 +162,8 @@ export class JobAttempts {
       if (job === null) throw new ServiceError('JOB_NOT_FOUND', `No job ${delivered.jobId}`);
       const attempt = attemptOf(job, delivered.attempt);
       if (job.status === 'completed') {
-        // A repeated report: finish any side effect a crash may have cut short.
-        await this.settlement.settle(job);
+        // A repeated report: publish again what a crash may have cut short.
+        await this.settlement.settleReported(job);
         return { accepted: job.attempts === attempt };
       }
       if (!mayComplete(job.status)) return { accepted: false };
@@ -169,7 +172,7 @@ export class JobAttempts {
       if (
         await jobs.transition(job._id, { status: job.status, attempts: job.attempts }, changes, now)
       ) {
-        await this.settlement.settle({ ...job, ...changes, updatedAt: now });
+        await this.settlement.settleReported({ ...job, ...changes, updatedAt: now });
         return { accepted: true };
       }
     }
@@ -297,7 +300,6 @@ function completionChanges(
     retryAt: null,
     completedAt: now,
     resultExpiryHour: resultExpiryHourOf(now),
-    eventPublished: false,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { JobOutcomeMetrics, Logger, Rpc } from '@tamp/kit';
-import { billingEndpoints, presetLabel } from '@tamp/proto';
+import { billingEndpoints, presetLabel, ServiceError } from '@tamp/proto';
 import type { JobRepository, OutboxFlag } from '../adapters/job-repository';
 import type { JobMessaging } from '../adapters/messaging';
 import { jobEventOf } from '../domain/events';
@@ -9,11 +9,12 @@ import type { FinishedJobs } from './finished-jobs';
 /**
  * Side effects of a terminal state, each at least once and made exactly-once by its receiver:
  * the refund of a failed job (billing's ledger entry `refund:<jobId>` makes a repeat a no-op),
- * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. A queued
- * job's document records in its outbox flags what is confirmed, and the reconciler redoes the
- * rest after a crash or an outage. An inline job's event is answered for by its creation's
- * admission instead (`settleInline`): stored straight in its terminal state, its document would
- * otherwise need a second write only to say the event went out.
+ * the EVENTS message (dedup id `<jobId>:<event>`), and the long-poll notification. A failed
+ * queued job's document records in its outbox flags what is confirmed, and the reconciler redoes
+ * the rest after a crash or an outage. Where something else already answers for the event, the
+ * job carries no flag for it, because on FerretDB a flag's confirmation is the dearest write of
+ * a job: an inline job's event is answered for by its creation's admission (`settleInline`), a
+ * completion reported by a worker by the worker's JOBS delivery (`settleReported`).
  *
  * The job it is given is the one just stored, so it is remembered as a finished job read
  * (FinishedJobs) before the notification goes out: the long-poll that wakes on it, and the
@@ -40,6 +41,23 @@ export class Settlement {
     if (job.eventPublished === false && (await this.publishEvent(job))) {
       this.confirm(job._id, 'eventPublished');
     }
+    this.remember(job);
+  }
+
+  /**
+   * A completion a worker reported, or a completed job a JOBS delivery found: its event is
+   * answered for by that delivery, which the worker acknowledges only once this has returned.
+   * A crash before the publish therefore brings the report back (the worker asks again, or the
+   * delivery comes again and `beginAttempt` meets the completed job), and the event is published
+   * then, deduplicated by EVENTS within its hour-long window. Throws UNAVAILABLE when EVENTS did
+   * not take it, so that the worker keeps the delivery and asks again.
+   */
+  async settleReported(job: JobDocument): Promise<void> {
+    if (!(await this.publishEvent(job))) {
+      throw new ServiceError('UNAVAILABLE', `The event of job ${job._id} is not published yet`);
+    }
+    // Completed before the delivery answered for the event: the flag is still to be confirmed.
+    if (job.eventPublished === false) this.confirm(job._id, 'eventPublished');
     this.remember(job);
   }
 

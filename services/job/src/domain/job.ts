@@ -72,9 +72,10 @@ export interface JobDocument {
    */
   workPublished?: boolean;
   /**
-   * Outbox: false while the terminal event of a queued job is unconfirmed (set with the
-   * terminal state, true once EVENTS has it). Absent until then, and on inline jobs, whose
-   * creation's admission answers for the event as it does for a queued job's work.
+   * Outbox: false while the event of a failed queued job is unconfirmed (set with the terminal
+   * state, true once EVENTS has it). Absent on inline jobs, whose creation's admission answers
+   * for the event, and on jobs completed by a worker's report, whose JOBS delivery answers for
+   * it (application/settlement.ts `settleReported`); false on completed jobs stored before that.
    */
   eventPublished?: boolean;
   /** Outbox: a failed job whose refund has not been confirmed by billing yet. */
