@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import {
   type CandidateOutcome,
   type CandidateSpec,
+  calibratedQuality,
   candidatesFor,
   chooseCandidate,
   hasFewColours,
@@ -92,7 +93,12 @@ export function candidateSettings(
   if (candidate.lossless) {
     return losslessEncodeSettings(candidate.format as 'webp' | 'png', encode.effort, fewColours);
   }
-  return encodeSettingsFor({ format: candidate.format, quality, effort: encode.effort });
+  return encodeSettingsFor({
+    format: candidate.format,
+    quality,
+    effort: encode.effort,
+    searched: true,
+  });
 }
 
 interface RawImage {
@@ -215,35 +221,25 @@ async function searchInScratch(input: SearchInput, scratch: string): Promise<Sea
     await writeFile(input.outputPath, bestBytes);
     info = { width, height, pages: 1, size: bestBytes.length };
   } else {
-    // Encoded to memory and written once settled: libvips caches decodes by file name, so a
-    // file rewritten at another quality could be scored from the cache.
-    const encodeFull = async (at: number) => {
-      const { data, info: written } = await encodeWith(
-        openSource(referencePath, false, context),
-        settingsAt(winner.spec, at),
-      ).toBuffer({ resolveWithObject: true });
-      return { data, info: writtenImage(written) };
-    };
-    let full = await encodeFull(quality);
-    if (!sample.whole) {
-      let attempt = 0;
-      const score = () =>
-        scoreOutput(
-          full.data,
-          sample,
-          context,
-          join(scratch, `decoded-${attempt++}.v`),
-          referenceScore,
-        );
-      ssim = await score();
-      const top = qualityRangeFor(winner.spec).max;
-      for (let retry = 0; retry < VERIFY_RETRIES && !winner.spec.lossless; retry++) {
-        if (ssim >= target || quality >= top) break;
-        quality = Math.min(top, quality + VERIFY_STEP);
-        full = await encodeFull(quality);
-        ssim = await score();
-      }
-    }
+    const full = await encodeFullSize({
+      settings: (at) => settingsAt(winner.spec, at),
+      source: () => openSource(referencePath, false, context),
+      score: sample.whole
+        ? undefined
+        : (encoded, attempt) =>
+            scoreOutput(
+              encoded,
+              sample,
+              context,
+              join(scratch, `decoded-${attempt}.v`),
+              referenceScore,
+            ),
+      winner,
+      target,
+      budget,
+      now: input.now,
+    });
+    ({ quality, ssim } = full);
     await writeFile(input.outputPath, full.data);
     info = full.info;
   }
@@ -282,6 +278,52 @@ function lastLossyQuality(outcomes: readonly CandidateOutcome[]): number | undef
 
 function round(score: number): number {
   return Math.round(score * 10_000) / 10_000;
+}
+
+/**
+ * The winner at full size from the reference. Encoded to memory and written once settled:
+ * libvips caches decodes by file name, so a file rewritten at another quality could be scored
+ * from the cache. With `score` (the sample was a mosaic) the output is checked on the same
+ * tiles in place: a miss raises the quality by VERIFY_STEP, at most VERIFY_RETRIES times; a
+ * score above what the mosaic predicted tries once the lower quality calibratedQuality
+ * predicts, kept only if it passes in place too and the budget allows its encode.
+ */
+async function encodeFullSize(options: {
+  settings: (quality: number) => EncodeSettings;
+  source: () => sharp.Sharp;
+  score: ((encoded: Buffer, attempt: number) => Promise<number>) | undefined;
+  winner: CandidateOutcome;
+  target: number;
+  budget: SearchBudget;
+  now: () => number;
+}): Promise<{ data: Buffer; info: WrittenImage; quality: number; ssim: number }> {
+  const { winner, target } = options;
+  const settled = winner.settled!;
+  let attempt = 0;
+  const encodeAt = async (quality: number) => {
+    const startedAt = options.now();
+    const { data, info } = await encodeWith(options.source(), options.settings(quality)).toBuffer({
+      resolveWithObject: true,
+    });
+    const ssim = options.score ? await options.score(data, attempt++) : settled.ssim;
+    return { data, info: writtenImage(info), quality, ssim, ms: options.now() - startedAt };
+  };
+  let full = await encodeAt(settled.quality);
+  if (options.score === undefined || winner.spec.lossless) return full;
+  const top = qualityRangeFor(winner.spec).max;
+  for (let retry = 0; retry < VERIFY_RETRIES; retry++) {
+    if (full.ssim >= target || full.quality >= top) break;
+    full = await encodeAt(Math.min(top, full.quality + VERIFY_STEP));
+  }
+  const lower =
+    full.quality === settled.quality
+      ? calibratedQuality(winner.probes ?? [], settled, full.ssim, target)
+      : undefined;
+  if (lower !== undefined && options.budget.allows(full.ms)) {
+    const calibrated = await encodeAt(lower);
+    if (calibrated.ssim >= target && calibrated.data.length < full.data.length) full = calibrated;
+  }
+  return full;
 }
 
 async function searchCandidate(
@@ -323,9 +365,10 @@ async function searchCandidate(
     if (options.overBudget(0, 0)) break;
   }
   const best = search.best;
+  const probes = search.probes;
   return best
-    ? { spec, settled: best, meetsTarget: true }
-    : { spec, settled: search.closest!, meetsTarget: false };
+    ? { spec, settled: best, probes, meetsTarget: true }
+    : { spec, settled: search.closest!, probes, meetsTarget: false };
 }
 
 function rawSharp(image: RawImage): sharp.Sharp {

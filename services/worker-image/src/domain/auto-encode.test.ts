@@ -2,6 +2,7 @@ import { type ImageEncodeParams, imageOperationSchema } from '@tamp/proto';
 import { describe, expect, it } from 'vitest';
 import {
   type CandidateOutcome,
+  calibratedQuality,
   candidatesFor,
   chooseCandidate,
   hasFewColours,
@@ -305,5 +306,34 @@ describe('image traits', () => {
     expect(hasTransparency(new Uint8Array([1, 2, 3, 255, 4, 5, 6, 255]), 4)).toBe(false);
     expect(hasTransparency(new Uint8Array([1, 2, 3, 255, 4, 5, 6, 254]), 4)).toBe(true);
     expect(hasTransparency(new Uint8Array([1, 2, 3]), 3)).toBe(false);
+  });
+});
+
+describe('calibratedQuality', () => {
+  // Tamp's AVIF on the corpus' wood render, API qualities: the mosaic's scores and, at 60, the
+  // full-size output's score in place (0.9853 against the mosaic's 0.9818).
+  const probe = (quality: number, ssim: number) => ({ quality, bytes: 0, ssim });
+  const woodProbes = [probe(48, 0.9733), probe(56, 0.9788), probe(60, 0.9818)];
+
+  it('interpolates where the sample, shifted by the bias measured in place, reaches the target', () => {
+    // Shifted by 0.0035: 48 → 0.9768 (fails), 56 → 0.9823 (passes); 0.98 lies at 52.7.
+    expect(calibratedQuality(woodProbes, probe(60, 0.9818), 0.9853, 0.98)).toBe(53);
+  });
+
+  it('takes the lowest probe predicted to pass when none below it is predicted to fail', () => {
+    expect(calibratedQuality([probe(56, 0.9788)], probe(60, 0.9818), 0.9853, 0.98)).toBe(56);
+  });
+
+  it('interpolates up to the settled quality when every probe below is predicted to fail', () => {
+    // 48 → 0.9768, 60 → 0.9853 in place: 0.98 lies at 52.5.
+    expect(calibratedQuality([probe(48, 0.9733)], probe(60, 0.9818), 0.9853, 0.98)).toBe(53);
+  });
+
+  it('leaves the quality alone without a bias, or when the output misses the target in place', () => {
+    expect(calibratedQuality(woodProbes, probe(60, 0.9818), 0.9818, 0.98)).toBeUndefined();
+    // A small bias moves it a little: 56 → 0.9792, 60 → 0.9822; 0.98 lies at 57.1.
+    expect(calibratedQuality(woodProbes, probe(60, 0.9818), 0.9822, 0.98)).toBe(58);
+    expect(calibratedQuality(woodProbes, probe(60, 0.981), 0.979, 0.98)).toBeUndefined();
+    expect(calibratedQuality([], probe(60, 0.9818), 0.9853, 0.98)).toBeUndefined();
   });
 });

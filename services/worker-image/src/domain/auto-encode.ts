@@ -286,6 +286,8 @@ export interface CandidateOutcome {
   spec: CandidateSpec;
   /** The encode it settled on (quality undefined when lossless); absent when skipped. */
   settled?: Probe;
+  /** Every encode its search measured on the sample (calibratedQuality reads them). */
+  probes?: readonly Probe[];
   meetsTarget?: boolean;
   skipped?: NonNullable<ImageCandidate['skipped']>;
 }
@@ -314,6 +316,41 @@ export function chooseCandidate(outcomes: readonly CandidateOutcome[]): Candidat
  * first candidate always runs (a job needs an output); each later one is dropped as soon as
  * its first encode shows that finishing it would overrun (projectedCandidateMs).
  */
+/**
+ * A lower quality to try at full size when the output, scored in place, beat what the mosaic
+ * predicted at the same quality. The mosaic's seams cost some codecs' sample a score the image
+ * in place does not lose (Tamp's AVIF on the corpus' wood render scores 0.0035 lower on the
+ * mosaic at every quality, so the search settled at API 60 where 52 reaches the target), so the
+ * sample's probes are shifted by that bias, measured at the settled quality, and the quality
+ * where the shifted scores reach the target is interpolated between the closest probes below
+ * it, rounded up. Undefined when there is no bias or nothing below the settled quality is
+ * predicted to pass. A prediction only: the caller keeps it only if it passes in place too.
+ */
+export function calibratedQuality(
+  probes: readonly Probe[],
+  settled: Probe,
+  inPlaceScore: number,
+  target: number,
+): number | undefined {
+  const bias = inPlaceScore - settled.ssim;
+  if (bias <= 0 || inPlaceScore < target) return undefined;
+  const predicted = (probe: Probe) => probe.ssim + bias;
+  const below = probes
+    .filter((probe) => probe.quality < settled.quality)
+    .sort((a, b) => a.quality - b.quality);
+  const passing = below.find((probe) => predicted(probe) >= target) ?? settled;
+  const failing = below.findLast(
+    (probe) => probe.quality < passing.quality && predicted(probe) < target,
+  );
+  if (failing === undefined) return passing === settled ? undefined : passing.quality;
+  const rise = predicted(passing) - predicted(failing);
+  const at =
+    failing.quality +
+    ((target - predicted(failing)) * (passing.quality - failing.quality)) / Math.max(rise, 1e-9);
+  const quality = Math.min(passing.quality, Math.max(failing.quality + 1, Math.ceil(at)));
+  return quality < settled.quality ? quality : undefined;
+}
+
 export class SearchBudget {
   readonly #startedAt: number;
   readonly #budgetMs: number;

@@ -108,6 +108,21 @@ describe('encodeSettingsFor', () => {
     expect(settings('webp', 90).options).toMatchObject({ smartSubsample: true });
   });
 
+  it('keeps chroma subsampled at every quality a search against a luma target tries', () => {
+    const searched = (format: 'jpeg' | 'avif' | 'webp', quality: number) =>
+      encodeSettingsFor({ format, quality, effort: 4, searched: true }).options;
+    for (const quality of [89, 90, 95]) {
+      expect(searched('jpeg', quality)).toMatchObject({ chromaSubsampling: '4:2:0', quality });
+      expect(searched('avif', quality)).toMatchObject({ chromaSubsampling: '4:2:0' });
+      expect(searched('webp', quality)).toMatchObject({ smartSubsample: false, quality });
+    }
+    // The quality itself maps as for a fixed format.
+    expect(searched('avif', 95)).toEqual({
+      ...settings('avif', 95).options,
+      chromaSubsampling: '4:2:0',
+    });
+  });
+
   it('makes PNG quality meaningful: palette below 100, lossless truecolour at 100', () => {
     expect(settings('png', 100, 4).options).toEqual({
       palette: false,

@@ -97,14 +97,20 @@ function tableValue(table: readonly number[], effort: number): number {
   return table[effort] ?? table[table.length - 1]!;
 }
 
-/** The settings of one fixed format at an API quality and effort (auto chooses a format first). */
+/**
+ * The settings of one format at an API quality and effort (auto chooses a format first).
+ * `searched`: the quality is one a search against an SSIM target tries. That score is taken on
+ * luma (ssim.ts), which full-resolution chroma does not raise, so a searched quality keeps chroma
+ * subsampled all the way up: from FULL_CHROMA_FROM_QUALITY the search would otherwise pay 4:4:4's
+ * bytes (a fifth more for AVIF on the corpus' pixel art) for nothing it measures.
+ */
 export function encodeSettingsFor(
-  params: Pick<EncodeParams, 'quality' | 'effort'> & { format: ImageFormat },
+  params: Pick<EncodeParams, 'quality' | 'effort'> & { format: ImageFormat; searched?: boolean },
 ): EncodeSettings {
   const { format, quality, effort } = params;
   assertIntegerInRange('quality', quality, 1, 100);
   assertIntegerInRange('effort', effort, 0, 9);
-  const fullChroma = quality >= FULL_CHROMA_FROM_QUALITY;
+  const fullChroma = params.searched !== true && quality >= FULL_CHROMA_FROM_QUALITY;
 
   switch (format) {
     case 'webp':
