@@ -50,19 +50,21 @@ export class JobMessaging {
     );
   }
 
-  async publishEvent(event: JobEvent): Promise<void> {
+  /** True when EVENTS stored the event now; false when it had it already (a redo it dropped). */
+  async publishEvent(event: JobEvent): Promise<boolean> {
     const body = jobEvent.parse(event);
     const subject =
       body.event === 'job.completed'
         ? this.topology.subjects.events.completed
         : this.topology.subjects.events.failed;
     const headers = natsHeaders();
-    await inProducerSpan(destinationOf(this.topology, subject), headers, () =>
+    const ack = await inProducerSpan(destinationOf(this.topology, subject), headers, () =>
       this.js.publish(subject, JSON.stringify(body), {
         msgID: messageIds.event(body.jobId, body.event),
         headers,
       }),
     );
+    return !ack.duplicate;
   }
 
   /** Core publish: a long-poll that misses it still re-reads the job when its wait ends. */

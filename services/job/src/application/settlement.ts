@@ -100,8 +100,9 @@ export class Settlement {
   /** True once EVENTS has the job's event. */
   private async publishEvent(job: JobDocument): Promise<boolean> {
     try {
-      await this.messaging.publishEvent(jobEventOf(job));
-      // Counted with the event, which is published once per job (but for a crash's redo).
+      // Counted with the event's first store: a repeated report or delivery republishes it, and
+      // EVENTS' dedup says which publish was the first.
+      if (!(await this.messaging.publishEvent(jobEventOf(job)))) return true;
       this.metrics?.record({
         pipeline: job.pipeline,
         preset: presetLabel(job.preset),

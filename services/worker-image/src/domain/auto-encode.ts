@@ -312,11 +312,6 @@ export function chooseCandidate(outcomes: readonly CandidateOutcome[]): Candidat
 }
 
 /**
- * The time a job's search may take (LIMITS.imageSearchBudgetMs), on a clock it is handed. The
- * first candidate always runs (a job needs an output); each later one is dropped as soon as
- * its first encode shows that finishing it would overrun (projectedCandidateMs).
- */
-/**
  * A lower quality to try at full size when the output, scored in place, beat what the mosaic
  * predicted at the same quality. The mosaic's seams cost some codecs' sample a score the image
  * in place does not lose (Tamp's AVIF on the corpus' wood render scores 0.0035 lower on the
@@ -351,6 +346,11 @@ export function calibratedQuality(
   return quality < settled.quality ? quality : undefined;
 }
 
+/**
+ * The time a job's search may take (LIMITS.imageSearchBudgetMs), on a clock it is handed. The
+ * first candidate always runs (a job needs an output); each later one is dropped as soon as
+ * its first encode shows that finishing it would overrun (projectedCandidateMs).
+ */
 export class SearchBudget {
   readonly #startedAt: number;
   readonly #budgetMs: number;
