@@ -288,7 +288,7 @@ function round(score: number): number {
  * score above what the mosaic predicted tries once the lower quality calibratedQuality
  * predicts, kept only if it passes in place too and the budget allows its encode.
  */
-async function encodeFullSize(options: {
+export async function encodeFullSize(options: {
   settings: (quality: number) => EncodeSettings;
   source: () => sharp.Sharp;
   score: ((encoded: Buffer, attempt: number) => Promise<number>) | undefined;
