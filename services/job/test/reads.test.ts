@@ -292,7 +292,10 @@ describe('getJobEvent', () => {
     const recording = recordQueries(harness.mongo);
     const answers = [await eventOf(queued, owner), await eventOf(inlineFailed)];
     recording.stop();
-    expect(recording.queries).toEqual([
+    // The jobs' creations close their admissions with batched deletes that a loaded machine can
+    // send inside this window: what the reads do is what they send to the jobs.
+    const jobQueries = recording.queries.filter((query) => query.collection === JOBS_COLLECTION);
+    expect(jobQueries).toEqual([
       { command: 'find', collection: JOBS_COLLECTION, filter: { _id: queued, accountId: owner } },
       { command: 'find', collection: JOBS_COLLECTION, filter: { _id: inlineFailed, accountId } },
     ]);
