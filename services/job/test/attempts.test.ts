@@ -345,6 +345,21 @@ describe('metrics of settled jobs', () => {
     expect(await stored(explicit)).toMatchObject({ preset: null });
   });
 
+  it('counts a finished job once however often its completion is reported or delivered', async () => {
+    const before = await settledWith('podcast', 'completed');
+    const jobId = await queuedAudioJob({ preset: 'podcast' });
+    await begin(jobId, 1);
+    await complete(jobId, 1);
+    // Each republishes the event into EVENTS' dedup; only its first store is counted.
+    await complete(jobId, 1);
+    expect((await begin(jobId, 2)).action).toBe('skip');
+    expect(await harness.eventsFor(jobId)).toHaveLength(1);
+    expect(await settledWith('podcast', 'completed')).toEqual({
+      finished: before.finished + 1,
+      timed: before.timed + 1,
+    });
+  });
+
   it('labels finished jobs and durations by preset: its name, custom, or unrecorded for older jobs', async () => {
     const before = {
       podcast: await settledWith('podcast', 'completed'),
