@@ -50,6 +50,7 @@ import {
   type JobRead,
   jobListRead,
   loadReads,
+  READ_CONNECTIONS,
   startBareJobRead,
 } from './read-load';
 import { seedStore } from './seed-store';
@@ -92,7 +93,6 @@ const QUEUED_BURST_JOBS: Record<JobKindName, number> = {
 };
 const INLINE_SECONDS = 15;
 const READ_SECONDS = 10;
-const READ_CONNECTIONS = 8;
 const IDLE_SECONDS = 20;
 const BARE_SECONDS = 8;
 /**

@@ -61,6 +61,9 @@ export async function startBareJobRead(
   return { server, url };
 }
 
+/** Keep-alive connections of a read load: enough to keep the gateway busy on 2 cores. */
+export const READ_CONNECTIONS = 8;
+
 export interface ReadLoad {
   requestsPerSec: number;
   p50Ms: number;

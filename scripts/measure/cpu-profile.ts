@@ -9,7 +9,7 @@
  * `--after-seconds` of the `--after` kind's load (2 s of inline text unless told), so that what a
  * load leaves running is seen.
  *
- *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline|…|idle] [--seconds 20] [--keep]
+ *   node --import tsx scripts/measure/cpu-profile.ts [--kind text-inline|…|job-read|idle] [--seconds 20] [--keep]
  *     [--processes per-service|single] [--after audio-1s --after-seconds 60]
  *
  * Loopback only; the profiles are written to a temporary folder, removed afterwards unless --keep.
@@ -21,6 +21,7 @@ import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { type BenchStack, IDLE_SETTLE_MS, startBenchStack } from '../bench/bench-stack';
+import { completedJobRead, loadReads, READ_CONNECTIONS } from '../bench/read-load';
 import { PROJECT_ROOT } from '../infra/provision';
 import { runInlineLoop, runQueuedBurst } from '../load/capacity';
 import { table } from '../load/report';
@@ -88,7 +89,9 @@ async function main(): Promise<void> {
   const processes = processModelOf(values.processes);
   // `idle`: the `after` kind's load, then nothing; figures are per second instead of per job.
   const idle = values.kind === 'idle';
-  const kindName = (idle ? values.after : values.kind) as JobKindName;
+  // `job-read`: GETs of one finished inline text job, figures per read.
+  const jobRead = values.kind === 'job-read';
+  const kindName = (idle ? values.after : jobRead ? 'text-inline' : values.kind) as JobKindName;
   if (!JOB_KIND_NAMES.includes(kindName)) throw new Error(`unknown kind ${kindName}`);
   const profileDir = await mkdtemp(join(tmpdir(), 'tamp-cpu-profile-'));
   const stack = await startBenchStack({
@@ -108,10 +111,9 @@ async function main(): Promise<void> {
     stack.services.services.map((service) => [service.pid() ?? -1, service.name] as const),
   );
   try {
-    const [kind] = await prepareWorkload(stack, stack.apiKey, [kindName]);
-    const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
+    const load = jobRead ? await readsOf(stack) : await jobsOf(stack, kindName);
     // A few jobs first (code compiled, connections warm), then every profile starts afresh.
-    await runInlineOrQueued(target, kind!, idle ? Number(values['after-seconds']) : 2);
+    await load(idle ? Number(values['after-seconds']) : 2);
     // Idle: past the sweepers' first passes after start-up.
     if (idle) await sleep(IDLE_SETTLE_MS);
     for (const pid of serviceOf.keys()) process.kill(pid, 'SIGUSR2');
@@ -122,8 +124,7 @@ async function main(): Promise<void> {
       await sleep(seconds * 1000);
       jobs = seconds;
     } else {
-      const run = await runInlineOrQueued(target, kind!, seconds);
-      jobs = run.finished.filter((job) => job.status === 'completed').length;
+      jobs = await load(seconds);
     }
     goProfile = await ferretdbProfile;
   } finally {
@@ -173,14 +174,33 @@ function reportGoProfile(file: string, jobs: number): void {
 }
 
 /** `seconds` of a closed loop for an inline kind; a burst of 5 jobs per second for a queued one. */
-function runInlineOrQueued(
-  target: { baseUrl: string; apiKey: string },
-  kind: JobKind,
-  seconds: number,
-) {
-  return kind.mode === 'inline'
-    ? runInlineLoop(target, kind, seconds)
-    : runQueuedBurst(target, kind, seconds * 5);
+/** A load of `seconds`, answering how many jobs (or reads) it completed. */
+type ProfiledLoad = (seconds: number) => Promise<number>;
+
+async function jobsOf(stack: BenchStack, kindName: JobKindName): Promise<ProfiledLoad> {
+  const [kind] = (await prepareWorkload(stack, stack.apiKey, [kindName])) as [JobKind];
+  const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };
+  return async (seconds) => {
+    const run =
+      kind.mode === 'inline'
+        ? await runInlineLoop(target, kind, seconds)
+        : await runQueuedBurst(target, kind, seconds * 5);
+    return run.finished.filter((job) => job.status === 'completed').length;
+  };
+}
+
+/** GETs of one completed job, as job-cost.ts' job-read sends them. */
+async function readsOf(stack: BenchStack): Promise<ProfiledLoad> {
+  const read = await completedJobRead(stack);
+  return async (seconds) =>
+    (
+      await loadReads({
+        url: read.url,
+        headers: read.headers,
+        connections: READ_CONNECTIONS,
+        seconds,
+      })
+    ).answered2xx;
 }
 
 /** One row per service: its top packages by self time per completed job. */
