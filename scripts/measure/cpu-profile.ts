@@ -173,10 +173,10 @@ function reportGoProfile(file: string, jobs: number): void {
   process.stdout.write(`\nFerretDB (Go pprof, ${jobs} jobs over the window)\n${top.stdout}\n`);
 }
 
-/** `seconds` of a closed loop for an inline kind; a burst of 5 jobs per second for a queued one. */
 /** A load of `seconds`, answering how many jobs (or reads) it completed. */
 type ProfiledLoad = (seconds: number) => Promise<number>;
 
+/** `seconds` of a closed loop for an inline kind; a burst of 5 jobs per second for a queued one. */
 async function jobsOf(stack: BenchStack, kindName: JobKindName): Promise<ProfiledLoad> {
   const [kind] = (await prepareWorkload(stack, stack.apiKey, [kindName])) as [JobKind];
   const target = { baseUrl: stack.publicUrl, apiKey: stack.apiKey };

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CandidateOutcome, SearchBudget } from '../domain/auto-encode';
 import { encodeSettingsFor } from '../domain/encode-settings';
 import { encodeFullSize } from './auto-encode';
+import { encodeWith } from './sharp-passes';
 
 /**
  * The full-size step of a mosaic search, with real AVIF encodes of a photo and the in-place
@@ -24,6 +25,9 @@ const WINNER: CandidateOutcome = {
   meetsTarget: true,
 };
 
+const settingsAt = (quality: number) =>
+  encodeSettingsFor({ format: 'avif', quality, effort: 4, searched: true });
+
 let fixtures: ImageFixtures;
 let photo: string;
 
@@ -41,7 +45,7 @@ async function fullSize(inPlace: Record<number, number>, budgetMs = 60_000) {
   const full = await encodeFullSize({
     settings: (quality) => {
       encodedQualities.push(quality);
-      return encodeSettingsFor({ format: 'avif', quality, effort: 4, searched: true });
+      return settingsAt(quality);
     },
     source: () => sharp(photo),
     score: async (_encoded, attempt) => inPlace[encodedQualities[attempt] as number] as number,
@@ -58,7 +62,7 @@ describe('encodeFullSize after a mosaic search', () => {
     const { full, encodedQualities } = await fullSize({ 60: 0.9785, 53: 0.976 });
     expect(encodedQualities).toEqual([60, 53]);
     expect(full).toMatchObject({ quality: 53, ssim: 0.976 });
-    const atSettled = await sharp(photo).avif({ quality: 60 }).toBuffer();
+    const atSettled = await encodeWith(sharp(photo), settingsAt(60)).toBuffer();
     expect(full.data.length).toBeLessThan(atSettled.length);
     expect(full.info.size).toBe(full.data.length);
   });
