@@ -13,6 +13,11 @@ export interface StreamDefinition {
   maxAgeMs: number;
   /** Publishes with the same message id inside this window are stored once. */
   duplicateWindowMs: number;
+  /**
+   * A stream of counters (JetStream's `allow_msg_counter`, nats-server 2.12 or later): a publish
+   * carrying `Nats-Incr` adds to its subject's total, which the publish ack returns.
+   */
+  counter?: boolean;
 }
 
 export interface ConsumerDefinition {
@@ -34,7 +39,8 @@ export const WORKER_SERVICES = {
 
 const NAMESPACE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
-const HOUR_MS = 60 * 60 * 1000;
+const MINUTE_MS = 60 * 1000;
+const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
 export function createTopology(namespace = '') {
@@ -67,6 +73,9 @@ export function createTopology(namespace = '') {
     /** Published by billing after an account's settings change; caches of them evict it. */
     accountNotification: (accountId: string) => `${subjectPrefix}notify.account.${accountId}`,
     allAccountNotifications: `${subjectPrefix}notify.account.*`,
+    /** The counter of an account's requests in one rate-limit window (REQUEST_COUNTS). */
+    requestCount: (accountId: string, window: number) =>
+      `${subjectPrefix}counts.requests.${accountId}.${window}`,
   };
 
   const jobsStream: StreamDefinition = {
@@ -82,6 +91,16 @@ export function createTopology(namespace = '') {
     retention: 'limits',
     maxAgeMs: 7 * DAY_MS,
     duplicateWindowMs: HOUR_MS,
+  };
+  // The gateways' per-account rate-limit counts, one subject per account and one-minute window;
+  // the max age sweeps a window once it is over.
+  const requestCountsStream: StreamDefinition = {
+    name: `${streamPrefix}REQUEST_COUNTS`,
+    subjects: [`${subjectPrefix}counts.requests.>`],
+    retention: 'limits',
+    maxAgeMs: 2 * MINUTE_MS,
+    duplicateWindowMs: MINUTE_MS,
+    counter: true,
   };
 
   const workerConsumer = (pipeline: Pipeline, ackWaitMs: number): ConsumerDefinition => ({
@@ -104,7 +123,7 @@ export function createTopology(namespace = '') {
   return {
     namespace,
     subjects,
-    streams: { jobs: jobsStream, events: eventsStream },
+    streams: { jobs: jobsStream, events: eventsStream, requestCounts: requestCountsStream },
     consumers: {
       // Audio jobs are long: the worker heartbeats well inside this lease.
       'worker-audio': workerConsumer('audio', 60_000),

@@ -43,13 +43,10 @@ async function streamReplicas(): Promise<Map<string, number>> {
 }
 
 describe('on a three-node NATS cluster, losing the JOBS stream leader twice', () => {
-  it('keeps three copies of every stream and of the rate-limit bucket', async () => {
+  it('keeps three copies of every stream', async () => {
     const replicas = await streamReplicas();
     const topology = createTopology('');
-    const expected = [
-      ...Object.values(topology.streams).map((stream) => stream.name),
-      'KV_RATE_LIMITS',
-    ];
+    const expected = Object.values(topology.streams).map((stream) => stream.name);
     expect(Object.fromEntries(replicas)).toEqual(
       Object.fromEntries(expected.map((name) => [name, 3])),
     );

@@ -7,7 +7,7 @@ export const gatewayService: ServiceDefinition<typeof configSchema> = {
   name: 'gateway',
   configSchema,
   async start({ config, logger, metrics, connectNats, openObjectStore }) {
-    const { nats, topology, rpc, streamReplicas } = await connectNats(config);
+    const { nats, topology, rpc } = await connectNats(config);
     const objectStore = await openObjectStore(config);
     if (config.ADMIN_TOKEN === undefined) {
       logger.warn('ADMIN_TOKEN is not set: the admin API refuses every request');
@@ -17,7 +17,6 @@ export const gatewayService: ServiceDefinition<typeof configSchema> = {
       nats,
       topology,
       rpc,
-      streamReplicas,
       objectStore,
       settings: gatewaySettingsFrom(config),
       metrics,

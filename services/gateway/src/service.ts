@@ -5,13 +5,12 @@ import {
   type ObjectStore,
   type Registry,
   type Rpc,
-  type StreamReplicas,
 } from '@tamp/kit';
 import type { Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 import { Authenticator } from './adapters/authenticator';
 import { JobWaiters } from './adapters/job-waiters';
-import { KvRateLimiter } from './adapters/rate-limiter';
+import { RateLimiter, retireRateLimitBucket } from './adapters/rate-limiter';
 import { buildAdminApp, buildPublicApp } from './api/app';
 import { FileCompressions } from './application/file-compression';
 import { JobReads } from './application/job-reads';
@@ -23,8 +22,6 @@ export interface GatewayDependencies {
   nats: NatsConnection;
   topology: Topology;
   rpc: Rpc;
-  /** Copies of the rate-limit bucket, as of every stream (kit's connectNats). */
-  streamReplicas: StreamReplicas;
   objectStore: ObjectStore;
   /** From gatewaySettingsFrom (config.ts); tests change single values. */
   settings: GatewaySettings;
@@ -42,24 +39,14 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** KV bucket of the rate-limit counters, namespaced like every stream. */
-export function rateLimitBucket(topology: Topology): string {
-  return topology.namespace === '' ? 'RATE_LIMITS' : `${topology.namespace}_RATE_LIMITS`;
-}
-
 /** Builds both apps (not listening) around one notification hub and one shared limiter. */
 export async function startGatewayService(dependencies: GatewayDependencies): Promise<Gateway> {
   const { logger, nats, topology, rpc, objectStore, settings } = dependencies;
   const { httpLimits, webhookTargets } = settings;
   const waiters = new JobWaiters(nats, topology, logger);
   await waiters.start();
-  const limiter = await KvRateLimiter.open({
-    nats,
-    bucket: rateLimitBucket(topology),
-    replicas: dependencies.streamReplicas,
-    logger,
-    clock: dependencies.clock ?? (() => new Date()),
-  });
+  await retireRateLimitBucket(nats, topology, logger);
+  const limiter = new RateLimiter(nats, topology, logger, dependencies.clock ?? (() => new Date()));
   const authenticator = new Authenticator(rpc, { ttlMs: settings.authCacheTtlMs });
   const metrics = dependencies.metrics;
   const requests = metrics && httpMetrics(metrics);

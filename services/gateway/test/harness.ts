@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connectNats, type NatsConnection, ObjectStore, Rpc } from '@tamp/kit';
+import { connectNats, type NatsConnection, ObjectStore, provisionTopology, Rpc } from '@tamp/kit';
 import {
   type AccountLimits,
   billingEndpoints,
@@ -65,6 +65,8 @@ export class Harness {
       logger: this.logger,
     });
     this.connections.push(this.peers);
+    // As every Tamp process does on start: the gateway counts requests in a stream of it.
+    await provisionTopology(this.peers, this.topology, 1);
     const { s3 } = this.infrastructure;
     this.objectStore = new ObjectStore({ ...s3, bucket: this.infrastructure.bucket });
     await this.objectStore.provision([]);
@@ -83,7 +85,6 @@ export class Harness {
           nats,
           topology: this.topology,
           rpc: new Rpc(nats, this.topology, this.logger),
-          streamReplicas: 1,
           objectStore: this.objectStore,
           settings: {
             ...this.defaults,

@@ -1,6 +1,8 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { ERROR_CODES, LIMITS } from '@tamp/proto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rateLimitWindowWithRoom } from '../../../test/support/rate-limit-window';
+import { retireRateLimitBucket } from '../src/adapters/rate-limiter';
 import { Harness } from './harness';
 
 const harness = new Harness();
@@ -113,6 +115,14 @@ describe('rate limits', () => {
       .map((response) => Number(response.headers['ratelimit-remaining']))
       .sort((x, y) => x - y);
     expect(remaining).toEqual(Array.from({ length: 24 }, (_, index) => index));
+  });
+  it('delete the KV bucket earlier releases counted in, and start when there is none', async () => {
+    const manager = await jetstreamManager(harness.peers);
+    const retired = `KV_${harness.topology.namespace}_RATE_LIMITS`;
+    await manager.streams.add({ name: retired, subjects: [`$KV.${retired.slice(3)}.>`] });
+    await retireRateLimitBucket(harness.peers, harness.topology, harness.logger);
+    await expect(manager.streams.info(retired)).rejects.toThrow(/stream not found/);
+    await retireRateLimitBucket(harness.peers, harness.topology, harness.logger);
   });
 });
 

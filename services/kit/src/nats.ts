@@ -10,13 +10,12 @@ import {
   RetentionPolicy,
   StorageType,
 } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
 import { type NatsConnection, nanos } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import type { ConsumerDefinition, StreamDefinition, Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 
-export type { KV, NatsConnection };
+export type { NatsConnection };
 
 export async function connectNats(options: {
   url: string;
@@ -148,6 +147,7 @@ async function ensureStream(
     duplicate_window: nanos(stream.duplicateWindowMs),
     discard: DiscardPolicy.Old,
     num_replicas: replicaCountFor(replicas, found?.config.num_replicas),
+    ...(stream.counter === true && { allow_msg_counter: true }),
   };
   if (found !== undefined) {
     if (differs(found.config, config)) await manager.streams.update(stream.name, config);
@@ -160,29 +160,6 @@ async function ensureStream(
       stream.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
     storage: StorageType.File,
   });
-}
-
-/**
- * Opens a key-value bucket with `replicas` copies, creating it when missing and scaling it
- * when it exists with another count (the KV client leaves an existing bucket as it is).
- */
-export async function openKvBucket(
-  connection: NatsConnection,
-  bucket: string,
-  options: { history: number; ttlMs: number; replicas: StreamReplicas },
-): Promise<KV> {
-  const kv = await new Kvm(connection).create(bucket, {
-    history: options.history,
-    ttl: options.ttlMs,
-    replicas: replicaCountFor(options.replicas),
-  });
-  const status = await kv.status();
-  const wanted = replicaCountFor(options.replicas, status.replicas);
-  if (status.replicas !== wanted) {
-    const manager = await jetstreamManager(connection);
-    await manager.streams.update(status.streamInfo.config.name, { num_replicas: wanted });
-  }
-  return kv;
 }
 
 async function ensureConsumer(

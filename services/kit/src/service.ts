@@ -60,8 +60,7 @@ export class ServiceContext<Config extends ServiceEnv> {
 
   /**
    * Connects to NATS and provisions the namespace's streams and consumers (idempotent), with the
-   * replica count NATS_STREAM_REPLICAS means on the cluster reached (`streamReplicas`, which a
-   * service's own key-value buckets use too).
+   * replica count NATS_STREAM_REPLICAS means on the cluster reached (`streamReplicas`).
    */
   readonly connectNats = async (
     env: NatsEnv,

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   connectNats,
   type NatsConnection,
-  openKvBucket,
   provisionTopology,
   raiseReplicasAsClusterGrows,
   streamReplicasFor,
@@ -18,7 +17,7 @@ import {
 
 /**
  * Against a real three-node NATS cluster of its own (three nats-server processes on loopback,
- * routed, JetStream on each): what `auto` resolves to there, and streams and buckets made with
+ * routed, JetStream on each): what `auto` resolves to there, and streams made with
  * one replica (a deployment that grew from one server) brought to three on the next start.
  */
 let dataDir: string;
@@ -94,20 +93,6 @@ describe('streams on a three-node NATS cluster', () => {
     }
   });
 
-  it('brings a key-value bucket made with one replica to three, its keys kept', async () => {
-    const bucket = 'grow_RATE_LIMITS';
-    const first = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 1 });
-    await first.put('acct.1', '7');
-    expect((await first.status()).replicas).toBe(1);
-
-    const again = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: 3 });
-    expect((await again.status()).replicas).toBe(3);
-    expect((await again.get('acct.1'))?.string()).toBe('7');
-    // What a gateway starting with a node down asks for under auto: the three copies stay.
-    const floor = { atLeast: 1 };
-    const kept = await openKvBucket(nats, bucket, { history: 1, ttlMs: 120_000, replicas: floor });
-    expect((await kept.status()).replicas).toBe(3);
-  });
   it('keeps three copies through a start with a node down, and raises new streams when it is back', async () => {
     await provisionTopology(nats, topology, 3);
     const third = cluster.servers['nats-3'];

@@ -1,5 +1,14 @@
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
-import { type KV, type NatsConnection, openKvBucket, type StreamReplicas } from '@tamp/kit';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  jetstream,
+  jetstreamManager,
+  type PubAck,
+} from '@nats-io/jetstream';
+import { Empty, headers as natsHeaders } from '@nats-io/nats-core';
+import type { NatsConnection } from '@tamp/kit';
+import type { Topology } from '@tamp/proto';
 import type { Logger } from 'pino';
 
 export interface RateLimitDecision {
@@ -11,44 +20,35 @@ export interface RateLimitDecision {
 }
 
 const WINDOW_MS = 60_000;
-const MAX_CAS_ATTEMPTS = 25;
+
+/** The header of a counter stream's publish that adds to its subject's total (ADR-49). */
+const INCREMENT_HEADER = 'Nats-Incr';
 
 /**
- * Fixed one-minute windows per account, counted in a JetStream KV bucket so every gateway
- * replica shares the count: key `<accountId>.<window>`, incremented with create / update on
- * the revision (compare-and-set). The bucket's max age (2 min) sweeps old windows; no
- * per-message TTL is needed (that needs nats-server 2.11 or later and a bucket made for it).
+ * Fixed one-minute windows per account, counted in JetStream's REQUEST_COUNTS counter stream so
+ * every gateway replica shares the count: one subject per account and window, added to with one
+ * publish whose ack carries the new total. The server adds atomically, so replicas need no
+ * compare-and-set and a hit costs one round trip (a KV counter needed a read and a guarded
+ * write). The stream's max age sweeps old windows.
  */
-export class KvRateLimiter {
+export class RateLimiter {
   private readonly batches = new Map<string, PendingBatch>();
+  private readonly js: JetStreamClient;
 
-  private constructor(
-    private readonly kv: KV,
+  constructor(
+    nats: NatsConnection,
+    private readonly topology: Topology,
     private readonly logger: Logger,
     private readonly clock: () => Date,
-  ) {}
-
-  static async open(options: {
-    nats: NatsConnection;
-    bucket: string;
-    /** Copies of the bucket, as every stream has (kit's NATS_STREAM_REPLICAS). */
-    replicas: StreamReplicas;
-    logger: Logger;
-    clock: () => Date;
-  }): Promise<KvRateLimiter> {
-    const kv = await openKvBucket(options.nats, options.bucket, {
-      history: 1,
-      ttlMs: 2 * WINDOW_MS,
-      replicas: options.replicas,
-    });
-    return new KvRateLimiter(kv, options.logger, options.clock);
+  ) {
+    this.js = jetstream(nats);
   }
 
   async hit(accountId: string, limit: number): Promise<RateLimitDecision> {
     const now = this.clock().getTime();
     const window = Math.floor(now / WINDOW_MS);
     const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
-    const count = await this.increment(`${accountId}.${window}`);
+    const count = await this.increment(this.topology.subjects.requestCount(accountId, window));
     if (count === undefined) {
       // The counter store is unreachable: fail open rather than take the API down with it.
       return { allowed: true, limit, remaining: limit, resetSeconds };
@@ -62,54 +62,45 @@ export class KvRateLimiter {
   }
 
   /**
-   * Adds one to the window's counter and answers the count this request got. Concurrent
-   * requests of one account would race each other's compare-and-set on the same key, so a
-   * process keeps at most one update in flight per key and adds everything that queued up
-   * meanwhile in that one update: counts stay exact across replicas, and KV round trips drop
-   * with concurrency instead of multiplying.
+   * Adds one to the window's counter and answers the count this request got. A process keeps
+   * at most one addition in flight per counter and adds everything that queued up meanwhile in
+   * the next one, so publishes drop with concurrency instead of multiplying.
    */
-  private increment(key: string): Promise<number | undefined> {
+  private increment(subject: string): Promise<number | undefined> {
     return new Promise((resolve) => {
-      let batch = this.batches.get(key);
+      let batch = this.batches.get(subject);
       if (batch === undefined) {
         batch = { waiting: [], flushing: false };
-        this.batches.set(key, batch);
+        this.batches.set(subject, batch);
       }
       batch.waiting.push(resolve);
-      if (!batch.flushing) void this.flush(key, batch);
+      if (!batch.flushing) void this.flush(subject, batch);
     });
   }
 
-  private async flush(key: string, batch: PendingBatch): Promise<void> {
+  private async flush(subject: string, batch: PendingBatch): Promise<void> {
     batch.flushing = true;
     while (batch.waiting.length > 0) {
       const waiting = batch.waiting.splice(0);
-      const total = await this.add(key, waiting.length);
+      const total = await this.add(subject, waiting.length);
       for (const [index, resolve] of waiting.entries()) {
         resolve(total === undefined ? undefined : total - waiting.length + index + 1);
       }
     }
-    this.batches.delete(key);
+    this.batches.delete(subject);
   }
 
-  private async add(key: string, amount: number): Promise<number | undefined> {
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      try {
-        const entry = await this.kv.get(key);
-        if (entry === null || entry.operation !== 'PUT') {
-          await this.kv.create(key, String(amount));
-          return amount;
-        }
-        const next = Number(entry.string()) + amount;
-        await this.kv.update(key, String(next), entry.revision);
-        return next;
-      } catch (error) {
-        if (isConflict(error)) continue;
-        this.logger.warn({ err: error }, 'rate limit store failed; allowing the request');
-        return undefined;
-      }
+  private async add(subject: string, amount: number): Promise<number | undefined> {
+    const headers = natsHeaders();
+    headers.set(INCREMENT_HEADER, `+${amount}`);
+    try {
+      const ack: PubAck & { val?: string } = await this.js.publish(subject, Empty, { headers });
+      const total = Number(ack.val);
+      if (Number.isSafeInteger(total)) return total;
+      this.logger.warn({ subject, ack }, 'rate limit counter answered no total; allowing');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'rate limit store failed; allowing the request');
     }
-    this.logger.warn({ key }, 'rate limit counter too contended; allowing the request');
     return undefined;
   }
 }
@@ -120,10 +111,24 @@ interface PendingBatch {
 }
 
 /** Another update won the compare-and-set (the key's last sequence moved on). */
-function isConflict(error: unknown): boolean {
-  return (
-    error instanceof JetStreamApiError &&
-    (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
-      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  );
+/**
+ * Deletes the KV bucket in which releases before the counter stream counted requests. While a
+ * rollout still runs old replicas, they find it gone and let their requests through (the limit
+ * fails open, as when its store is down) until they are replaced.
+ */
+export async function retireRateLimitBucket(
+  nats: NatsConnection,
+  topology: Topology,
+  logger: Logger,
+): Promise<void> {
+  const bucket = topology.namespace === '' ? 'RATE_LIMITS' : `${topology.namespace}_RATE_LIMITS`;
+  try {
+    await (await jetstreamManager(nats)).streams.delete(`KV_${bucket}`);
+    logger.info({ bucket }, 'deleted the rate-limit KV bucket of an earlier release');
+  } catch (error) {
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
+      return;
+    // Housekeeping only: a bucket left behind costs its (swept) stream, not correctness.
+    logger.warn({ err: error, bucket }, 'could not delete the earlier rate-limit bucket');
+  }
 }

@@ -7,7 +7,7 @@ import {
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../adapters/authenticator';
-import type { KvRateLimiter } from '../adapters/rate-limiter';
+import type { RateLimiter } from '../adapters/rate-limiter';
 import { dashboardPlugin } from './dashboard/plugin';
 import { DASHBOARD_PATH } from './dashboard/session';
 import { type HttpLimits, httpServerOptions } from './http-server';
@@ -44,7 +44,7 @@ export interface GatewayOptions {
 
 export interface PublicAppOptions extends GatewayOptions, RouteDependencies {
   authenticator: Authenticator;
-  limiter: KvRateLimiter;
+  limiter: RateLimiter;
   /** The server the OpenAPI document names (PUBLIC_URL); undefined: its own origin. */
   publicUrl: string | undefined;
 }
