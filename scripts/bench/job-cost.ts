@@ -4,7 +4,7 @@
  *
  *   node --import tsx scripts/bench/job-cost.ts [--kinds image-avif,text-queued,text-inline,
  *     image-inline,audio-1s,job-read,job-list,idle] [--seed-jobs 100000] [--seed-accounts 1000] [--scale 1]
- *     [--processes per-service|single] [--inline-clients 4]
+ *     [--processes per-service|single] [--inline-clients 4] [--log-level info]
  *
  * Starts fresh servers and every service as its own process (bench-stack.ts), or all of them in
  * one with `--processes single`. First the bare
@@ -21,7 +21,9 @@
  * (pg_stat_user_tables) and NATS messages (/varz), divided by the jobs done (idle: by seconds).
  * Then the store is seeded (seed-store.ts), vacuumed and analysed, and every kind measured
  * again. Prints one table, and per kind the seeded ÷ empty CPU per job. The load clients run in
- * this process and are not counted. Loopback only; nothing is asserted.
+ * this process and are not counted. The services log at `--log-level`, by default the level
+ * they run at when deployed (info), so what a deployment logs per job is counted too. Loopback
+ * only; nothing is asserted.
  */
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -339,6 +341,7 @@ function parseOptions() {
       scale: { type: 'string', default: '1' },
       processes: { type: 'string', default: 'per-service' },
       'inline-clients': { type: 'string', default: String(INLINE_CLIENTS) },
+      'log-level': { type: 'string', default: 'info' },
     },
   });
   const processes = processModelOf(values.processes);
@@ -359,6 +362,7 @@ function parseOptions() {
     scale: count('scale', values.scale, 0.01),
     inlineClients: Math.floor(count('inline-clients', values['inline-clients'], 1)),
     processes,
+    logLevel: values['log-level'],
   };
 }
 
@@ -396,6 +400,7 @@ async function main(): Promise<void> {
     tools: workloadTools(options.kinds),
     log,
     processes: options.processes,
+    env: { LOG_LEVEL: options.logLevel },
   });
   try {
     const loads = await prepareLoads(stack, options.kinds, options.scale, options.inlineClients);
@@ -424,7 +429,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(
       [
-        `job cost, scale ${options.scale}, ${options.inlineClients} inline clients, ${options.processes === 'single' ? 'one process for every service' : 'a process per service'}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
+        `job cost, scale ${options.scale}, ${options.inlineClients} inline clients, services logging at ${options.logLevel}, ${options.processes === 'single' ? 'one process for every service' : 'a process per service'}, seeded store: ${options.seedAccounts} accounts and ${options.seedJobs} jobs (seeding ${Math.round(seedingSec)} s, VACUUM ANALYZE ${Math.round(vacuumSec)} s); load average ${figure(loadAtStart)} at start, ${figure(loadavg()[0])} at end`,
         table(rows),
         '',
         ...loads.map((load) =>
