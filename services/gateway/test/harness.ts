@@ -14,7 +14,7 @@ import {
   uploadEndpoints,
   webhookEndpoints,
 } from '@tamp/proto';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { isolatedInfrastructure } from '../../../test/support/infrastructure';
 import type { HttpLimits } from '../src/api/http-server';
 import { configSchema, type GatewaySettings, gatewaySettingsFrom } from '../src/config';
@@ -30,7 +30,6 @@ export class Harness {
   readonly defaults: GatewaySettings = gatewaySettingsFrom(
     configSchema.parse(this.infrastructure.serviceEnv),
   );
-  readonly logger = pino({ level: 'silent' });
   topology!: Topology;
   peers!: NatsConnection;
   objectStore!: ObjectStore;
@@ -45,6 +44,9 @@ export class Harness {
   readonly adminCalls: { endpoint: string; request: unknown }[] = [];
   /** An account id the billing double does not know. */
   static readonly UNKNOWN_ACCOUNT = 'acct_unknown';
+
+  /** The gateways' and the doubles' logger: silent unless a test reads what is logged. */
+  constructor(readonly logger: Logger = pino({ level: 'silent' })) {}
 
   async start(
     options: {

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpLimits } from '../src/api/http-server';
 import { Harness } from './harness';
@@ -285,5 +286,27 @@ describe('connection limits', () => {
     } finally {
       await capped.stop();
     }
+  });
+});
+
+describe('request logging', () => {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const logged = new Harness(
+    pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+  );
+  beforeAll(() => logged.start());
+  afterAll(() => logged.stop());
+  const requestLines = () =>
+    lines.filter((line) => ['incoming request', 'request completed'].includes(line.msg));
+
+  it("writes no line per request at info, and fastify's two at debug", async () => {
+    await logged.app.inject({ method: 'GET', url: '/v1/jobs' });
+    expect(requestLines()).toEqual([]);
+    logged.logger.level = 'debug';
+    await logged.app.inject({ method: 'GET', url: '/v1/jobs' });
+    expect(requestLines().map((line) => line.msg)).toEqual([
+      'incoming request',
+      'request completed',
+    ]);
   });
 });
