@@ -37,6 +37,11 @@ const MIN_HEARTBEAT_GAP_MS = 1_000;
  * `failAttempt` and nak with the backoff it returns (ack when the job failed). The lease is
  * extended every `heartbeatIntervalMs` for as long as the delivery is held, also while the job
  * service is being waited for, so only the pipeline's own failures use up attempts.
+ *
+ * Acks are plain, not confirmed by the server: the job service has recorded the outcome before
+ * any ack, so a lost one only brings the message back after its lease, and `beginAttempt` then
+ * says not to run it (for a completed job after publishing its event again, which EVENTS
+ * deduplicates).
  */
 export class QueuedDelivery {
   /** Aborts the pipeline: a time-out, or the hand-back. */
@@ -79,7 +84,7 @@ export class QueuedDelivery {
       }
       if (begin.action !== 'run') {
         this.log.info({ action: begin.action }, 'delivery not run');
-        await this.ack();
+        this.msg.ack();
         this.settings.record(begin.action === 'skip' ? 'skipped' : 'failed');
         return;
       }
@@ -217,7 +222,7 @@ export class QueuedDelivery {
       }),
     );
     if (completion === undefined) return;
-    await this.ack();
+    this.msg.ack();
     if (completion.accepted) {
       log.info({ processingMs: outcome.metrics.processingMs }, 'job completed');
       this.settings.record('completed', startedAt);
@@ -265,17 +270,8 @@ export class QueuedDelivery {
       this.msg.nak(decision.retryInMs);
       this.settings.record('retried', startedAt);
     } else {
-      await this.ack();
+      this.msg.ack();
       this.settings.record('failed', startedAt);
-    }
-  }
-
-  private async ack(): Promise<void> {
-    try {
-      await this.msg.ackAck();
-    } catch (error) {
-      // The ack may still have landed; if not, the redelivery is skipped by the job service.
-      this.log.warn({ err: error }, 'acknowledgement not confirmed');
     }
   }
 }
