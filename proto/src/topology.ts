@@ -18,6 +18,8 @@ export interface StreamDefinition {
    * carrying `Nats-Incr` adds to its subject's total, which the publish ack returns.
    */
   counter?: boolean;
+  /** Messages kept per subject, the oldest dropped first (JetStream's default: no limit). */
+  maxMessagesPerSubject?: number;
 }
 
 export interface ConsumerDefinition {
@@ -92,8 +94,9 @@ export function createTopology(namespace = '') {
     maxAgeMs: 7 * DAY_MS,
     duplicateWindowMs: HOUR_MS,
   };
-  // The gateways' per-account rate-limit counts, one subject per account and one-minute window;
-  // the max age sweeps a window once it is over.
+  // The gateways' per-account rate-limit counts, one subject per account and one-minute window:
+  // each increment is a message holding the new total, so only the last one is kept, and the
+  // max age sweeps a window once it is over.
   const requestCountsStream: StreamDefinition = {
     name: `${streamPrefix}REQUEST_COUNTS`,
     subjects: [`${subjectPrefix}counts.requests.>`],
@@ -101,6 +104,7 @@ export function createTopology(namespace = '') {
     maxAgeMs: 2 * MINUTE_MS,
     duplicateWindowMs: MINUTE_MS,
     counter: true,
+    maxMessagesPerSubject: 1,
   };
 
   const workerConsumer = (pipeline: Pipeline, ackWaitMs: number): ConsumerDefinition => ({

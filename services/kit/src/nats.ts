@@ -148,6 +148,9 @@ async function ensureStream(
     discard: DiscardPolicy.Old,
     num_replicas: replicaCountFor(replicas, found?.config.num_replicas),
     ...(stream.counter === true && { allow_msg_counter: true }),
+    ...(stream.maxMessagesPerSubject !== undefined && {
+      max_msgs_per_subject: stream.maxMessagesPerSubject,
+    }),
   };
   if (found !== undefined) {
     if (differs(found.config, config)) await manager.streams.update(stream.name, config);

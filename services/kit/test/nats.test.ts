@@ -34,6 +34,11 @@ describe('NATS provisioning', () => {
     expect(jobs.config.duplicate_window).toBe(topology.streams.jobs.duplicateWindowMs * 1_000_000);
     const events = await manager.streams.info(topology.streams.events.name);
     expect(events.config.retention).toBe('limits');
+    const counts = await manager.streams.info(topology.streams.requestCounts.name);
+    expect(counts.config.allow_msg_counter).toBe(true);
+    expect(counts.config.max_msgs_per_subject).toBe(1);
+    expect(events.config.allow_msg_counter ?? false).toBe(false);
+    expect(events.config.max_msgs_per_subject).toBe(-1);
 
     for (const consumer of Object.values(topology.consumers)) {
       const info = await manager.consumers.info(consumer.stream, consumer.durableName);
