@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { createTopology, creditCost, WORKER_SERVICES } from '@tamp/proto';
+import {
+  createTopology,
+  creditCost,
+  JOB_STATUSES,
+  TERMINAL_STATUSES,
+  WORKER_SERVICES,
+} from '@tamp/proto';
 import {
   RELEASE,
   startTampCluster,
@@ -367,6 +373,8 @@ async function receivedDeliveries(): Promise<Delivery[]> {
   return (await response.json()) as Delivery[];
 }
 
+const UNFINISHED_STATUSES = JOB_STATUSES.filter((status) => !TERMINAL_STATUSES.includes(status));
+
 /**
  * Waits (bounded) for the first Tamp pod to start terminating, then samples how many jobs are
  * queued or processing until the rollout ends, and returns the most seen. One sample at the first
@@ -390,9 +398,7 @@ async function mostUnfinishedJobsWhilePodsAreReplaced(rollout: Promise<unknown>)
   const jobs = mongo.db('tamp').collection('jobs');
   let most = 0;
   for (let sample = 0; sample < 4_000 && !rolledOut; sample++) {
-    const unfinished = await jobs.countDocuments({
-      status: { $in: ['created', 'pending', 'processing'] },
-    });
+    const unfinished = await jobs.countDocuments({ status: { $in: UNFINISHED_STATUSES } });
     most = Math.max(most, unfinished);
     await sleep(250);
   }

@@ -90,11 +90,11 @@ export const natsEnv = {
   /** Prefix for every subject and stream, so installations can share a NATS server. */
   NATS_NAMESPACE: z.string().default(''),
   /**
-   * Replicas of every JetStream stream: `auto` is three when the server
-   * reports a cluster of three or more servers, one otherwise. On start, a number is applied
-   * to existing streams as it is; `auto` only raises them (on start, and when the cluster
-   * grows later), so a start while a node is down never lowers them. A cluster that does not
-   * advertise its servers (`no_advertise`) needs the number itself.
+   * Replicas of every JetStream stream: `auto` is three when the server reports a cluster of
+   * three or more servers, one otherwise. On start, a number is applied to existing streams as
+   * it is; `auto` only raises them (on start, and when the cluster grows later), so a start
+   * while a node is down never lowers them. A cluster that does not advertise its servers
+   * (`no_advertise`) needs the number itself.
    */
   NATS_STREAM_REPLICAS: z
     .union([z.literal('auto'), z.coerce.number().int().min(1).max(5)])

@@ -110,7 +110,6 @@ interface PendingBatch {
   flushing: boolean;
 }
 
-/** Another update won the compare-and-set (the key's last sequence moved on). */
 /**
  * Deletes the KV bucket in which releases before the counter stream counted requests. While a
  * rollout still runs old replicas, they find it gone and let their requests through (the limit
